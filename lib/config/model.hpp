@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The gateway's configuration as plain C++ values. The YANG/JSON loader produces it, the
+// gRPC agent (later) edits it, `validate()` checks it the same way for both, and the policy
+// compiler turns it into the immutable objects the data plane reads. No libyang, no DPDK.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "net/addr.hpp"
+#include "srv6/decap.hpp"
+#include "srv6/encap.hpp"
+
+namespace srv6gw::config {
+
+enum class SelectionMode : uint8_t { flow, packet, flowlet, selective, adaptive };
+const char* to_string(SelectionMode m);
+
+enum class MissAction : uint8_t { pass, drop };
+const char* to_string(MissAction a);
+
+struct SegmentList {
+  std::string name;
+  uint16_t path_id = 0;  // written into the SRH Tag; unique within the gateway
+  uint32_t weight = 1;   // 0 = configured but carries no traffic
+  bool backup = false;   // used only when every non-backup list is unusable
+  std::vector<net::Ipv6Addr> sids;  // 1..16, path order
+};
+
+struct Policy {
+  std::string name;
+  uint32_t color = 0;
+  std::optional<net::IpAddr> endpoint;
+  std::optional<net::Ipv6Addr> source;  // defaults to the gateway's source address
+  srv6::EncapMode encap = srv6::EncapMode::encaps;
+  srv6::UsidFormat usid;
+  SelectionMode selection = SelectionMode::flow;
+  uint32_t flowlet_gap_us = 50;
+  std::vector<uint8_t> spray_opcodes;  // selective mode: reorder-safe BTH opcodes
+  std::vector<SegmentList> segment_lists;
+};
+
+enum class SteeringKind : uint8_t {
+  exact,     // (dst, dest_qp)
+  dst_any_qp,  // (dst, any QP)
+  qp_range,  // dest_qp in [qp_low, qp_high], optionally for one dst
+  prefix,    // longest-prefix match on dst
+};
+const char* to_string(SteeringKind k);
+
+struct SteeringRule {
+  SteeringKind kind = SteeringKind::exact;
+  net::IpAddr dst;            // exact, dst_any_qp, prefix; optional for qp_range
+  bool has_dst = false;       // qp_range only: restrict to dst
+  uint8_t prefix_len = 0;     // prefix
+  uint32_t dest_qp = 0;       // exact
+  uint32_t qp_low = 0, qp_high = 0;  // qp_range
+  std::optional<uint8_t> dscp;       // optional DSCP match
+  std::string policy;         // policy name
+};
+
+struct LocalSid {
+  net::Ipv6Addr sid;
+  srv6::LocalSidBehavior behavior = srv6::LocalSidBehavior::end_dt46;
+};
+
+struct PortRole {
+  std::string device;  // port id ("0") or device name ("net_pcap0", "0000:3b:00.0")
+};
+
+struct Capacities {
+  uint32_t exact_entries = 65536;
+  uint32_t lpm4_rules = 4096;
+  uint32_t lpm6_rules = 4096;
+  uint32_t qp_ranges = 1024;
+  uint32_t policies = 1024;
+  uint32_t local_sids = 256;
+  uint8_t max_sids = 16;  // headroom is sized from this
+};
+
+struct GatewayConfig {
+  PortRole host_port;
+  PortRole fabric_port;
+  uint16_t queues = 1;        // RX/TX queues per port = worker lcores
+  uint32_t mbufs = 8191;
+  bool transparent_mac = false;  // keep original MACs instead of the configured ones
+  std::optional<net::MacAddr> fabric_nexthop_mac;
+  std::optional<net::MacAddr> host_mac;
+  net::Ipv6Addr source;       // default outer source address
+  uint8_t hop_limit = 64;
+  MissAction steering_miss = MissAction::pass;   // RoCEv2 with no steering match
+  MissAction non_roce = MissAction::pass;        // ARP, ND, TCP, ... host -> fabric
+  MissAction fabric_non_sid = MissAction::pass;  // fabric -> host, not one of our SIDs
+  uint32_t stats_interval_ms = 1000;  // periodic stats line; 0 = off
+  Capacities capacities;
+  std::vector<Policy> policies;
+  std::vector<SteeringRule> steering;
+  std::vector<LocalSid> local_sids;
+};
+
+// A refusal names the offending field by its path in the configuration tree, as YANG does
+// (e.g. "/srv6gw:gateway/policies/policy[name='p1']/segment-list[name='a']/sid") and why.
+struct ConfigError {
+  std::string path;
+  std::string message;
+};
+
+// Semantic checks shared by the file loader and the gRPC agent: SID counts, weights, modes,
+// references to unknown policies, duplicates, capacity limits. Returns the first error.
+std::optional<ConfigError> validate(const GatewayConfig& cfg);
+
+}  // namespace srv6gw::config

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The contract between the gateway's state (policies, steering, local SIDs, published
+// lock-free under RCU QSBR) and the worker loop that moves mbufs between the two ports.
+//
+// Control side (main lcore): Gateway::create(), apply(), reclaim(), counters.
+// Worker side (one lcore per queue): process_host_burst() / process_fabric_burst() on the
+// burst just received, then quiescent() once per loop iteration.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/model.hpp"
+#include "dataplane/counters.hpp"
+
+struct rte_mbuf;
+struct rte_mempool;
+struct rte_rcu_qsbr;
+
+namespace srv6gw::dataplane {
+
+inline constexpr uint16_t kBurstSize = 32;
+
+// Per-lcore worker state (counters, selection cursors, flowlet table, header pool). Owned by
+// the Gateway, used by exactly one worker lcore.
+struct WorkerContext;
+
+struct PortEnv {
+  net::MacAddr host_port_mac;    // our own MAC on the host port (source of frames to the host)
+  net::MacAddr fabric_port_mac;  // our own MAC on the fabric port
+  bool fabric_multiseg_tx = false;  // fabric port accepts chained mbufs (header segment)
+};
+
+class Gateway {
+ public:
+  virtual ~Gateway() = default;  // control-side object only; never called per packet
+
+  // Allocates tables sized by cfg.capacities, an RCU QSBR variable for `n_workers` readers,
+  // per-worker contexts (with `header_pool` for chained encap headers, may be null) and
+  // publishes cfg. On error returns null and fills `error`.
+  static std::unique_ptr<Gateway> create(const config::GatewayConfig& cfg, unsigned n_workers,
+                                         const PortEnv& env, rte_mempool* header_pool,
+                                         config::ConfigError& error);
+
+  // Validates and publishes a whole new configuration (policies, steering, local SIDs,
+  // actions). All or nothing: on error the running state is untouched.
+  virtual std::optional<config::ConfigError> apply(const config::GatewayConfig& cfg) = 0;
+
+  // Reclaims objects retired by earlier applies whose grace period has passed. Called by the
+  // control loop; never blocks on workers.
+  virtual void reclaim() = 0;
+
+  virtual rte_rcu_qsbr* qsbr() = 0;
+  virtual unsigned worker_count() const = 0;
+  virtual WorkerContext* worker(unsigned index) = 0;
+  virtual const WorkerCounters& worker_counters(unsigned index) const = 0;
+  virtual const config::GatewayConfig& running_config() const = 0;
+
+  // Per-policy and per-path totals summed over workers (control thread).
+  struct PathStats {
+    std::string policy;
+    std::string segment_list;
+    uint16_t path_id = 0;
+    uint32_t weight_configured = 0;
+    double factor = 1.0;  // local SR engine factor in force
+    uint64_t packets = 0, bytes = 0;
+  };
+  virtual std::vector<PathStats> path_stats() const = 0;
+};
+
+// Worker API. `pkts` is the burst received on one port. Packets to transmit on the other port
+// are written to `out` (capacity n) in order and their count returned; every other packet has
+// been freed and counted. No allocation (except chained header mbufs from the pool), no lock.
+uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_mbuf** out);
+uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_mbuf** out);
+
+// Counters of the worker (its own lines; the worker writes, the control thread reads).
+WorkerCounters& counters(WorkerContext& w);
+// Worker index as registered with the QSBR variable.
+unsigned worker_index(const WorkerContext& w);
+
+}  // namespace srv6gw::dataplane

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// RoCEv2 classification on byte spans: Ethernet, up to two VLAN tags, IPv4/IPv6 (with an
+// extension-header walk), UDP 4791 and the InfiniBand BTH. No DPDK, no allocation: the data
+// plane calls it per packet and the unit tests call it on hand-built buffers.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "net/addr.hpp"
+
+namespace srv6gw::net {
+
+inline constexpr uint16_t kRoceV2Port = 4791;
+inline constexpr uint16_t kEthTypeIpv4 = 0x0800;
+inline constexpr uint16_t kEthTypeIpv6 = 0x86DD;
+inline constexpr uint16_t kEthTypeVlan = 0x8100;  // 802.1Q
+inline constexpr uint16_t kEthTypeQinQ = 0x88A8;  // 802.1ad
+inline constexpr uint8_t kProtoUdp = 17;
+inline constexpr uint8_t kProtoIpv4 = 4;     // IPv4-in-IPv6 (inner next header)
+inline constexpr uint8_t kProtoIpv6 = 41;    // IPv6-in-IPv6
+inline constexpr uint8_t kProtoHopByHop = 0;
+inline constexpr uint8_t kProtoRouting = 43;
+inline constexpr uint8_t kProtoFragment = 44;
+inline constexpr uint8_t kProtoDestOpts = 60;
+inline constexpr uint8_t kProtoNoNext = 59;
+inline constexpr uint8_t kBthOpcodeCnp = 0x81;
+inline constexpr uint8_t kSrhRoutingType = 4;
+inline constexpr unsigned kMaxVlanTags = 2;
+inline constexpr unsigned kMaxExtHeaders = 8;  // bound on the IPv6 extension-header walk
+inline constexpr unsigned kBthLen = 12;
+inline constexpr unsigned kIcrcLen = 4;
+
+// Every outcome of classification has a name: the data plane counts packets per reason.
+enum class ParseStatus : uint8_t {
+  ok = 0,             // a RoCEv2 packet, every field of PacketInfo valid
+  not_ip,             // ethertype is neither IPv4 nor IPv6 (ARP, LLDP, ...): pass-through
+  not_udp,            // IP but not UDP (TCP, ICMP, ...): pass-through
+  not_roce,           // UDP but destination port is not 4791: pass-through
+  truncated_eth,      // shorter than an Ethernet header
+  truncated_vlan,     // VLAN tag cut short
+  too_many_vlans,     // more than two stacked tags
+  truncated_ipv4,     // shorter than the IPv4 header (or its IHL)
+  bad_ipv4_version,   // version nibble is not 4 under ethertype 0x0800
+  bad_ipv4_ihl,       // IHL < 5
+  bad_ipv4_length,    // total length < IHL*4 or beyond the frame
+  truncated_ipv6,     // shorter than the fixed IPv6 header
+  bad_ipv6_version,   // version nibble is not 6 under ethertype 0x86DD
+  bad_ipv6_length,    // payload length beyond the frame
+  truncated_ext,      // an extension header runs past the IPv6 payload
+  ext_chain_too_long, // more than kMaxExtHeaders extension headers
+  fragment,           // IPv4 or IPv6 fragment: RoCEv2 is never fragmented, we do not reassemble
+  truncated_udp,      // shorter than a UDP header
+  bad_udp_length,     // UDP length < 8 or beyond the IP payload
+  truncated_bth,      // UDP 4791 payload shorter than BTH + ICRC
+  bad_bth_tver,       // BTH transport header version is not 0
+  count_              // number of reasons (array sizes)
+};
+const char* to_string(ParseStatus s);
+
+struct Bth {
+  uint8_t opcode = 0;
+  bool solicited_event = false;  // SE
+  bool mig_req = false;          // M
+  uint8_t pad_count = 0;         // 2 bits
+  uint8_t tver = 0;              // 4 bits
+  uint16_t pkey = 0;
+  bool fecn = false;
+  bool becn = false;
+  uint32_t dest_qp = 0;  // 24 bits
+  bool ack_req = false;  // A
+  uint32_t psn = 0;      // 24 bits
+};
+
+// Classification record. Offsets are from the start of the frame.
+struct PacketInfo {
+  Family family = Family::none;
+  uint8_t vlan_count = 0;
+  uint16_t vlan_tci[kMaxVlanTags] = {};
+  uint16_t vlan_tpid[kMaxVlanTags] = {};
+  uint16_t l3_offset = 0;   // start of the IP header (= L2 length)
+  uint16_t l3_len = 0;      // IP total length (IPv4 total length, IPv6 40 + payload length)
+  uint16_t l4_offset = 0;   // start of UDP
+  uint16_t bth_offset = 0;  // start of the BTH
+  uint8_t l4_proto = 0;     // final next header / protocol
+  IpAddr src;
+  IpAddr dst;
+  uint8_t dscp = 0;  // 6 bits
+  uint8_t ecn = 0;   // 2 bits
+  uint8_t ttl = 0;   // TTL or hop limit
+  uint32_t ipv6_flow_label = 0;
+  bool has_ip_options = false;  // IPv4 IHL > 5
+  bool fragment = false;
+  uint16_t udp_sport = 0;
+  uint16_t udp_dport = 0;
+  Bth bth;
+  bool is_cnp = false;  // BTH opcode 0x81
+};
+
+// Classifies a frame that starts with an Ethernet header. On ok, every field is set; on a
+// pass-through status (not_ip, not_udp, not_roce) the fields up to the failing layer are set.
+ParseStatus parse_frame(std::span<const uint8_t> frame, PacketInfo& info);
+
+// The same starting at an IP header (used for the inner packet after decapsulation).
+// `family` selects IPv4 or IPv6. Offsets in `info` are relative to the start of `packet`.
+ParseStatus parse_ip(std::span<const uint8_t> packet, Family family, PacketInfo& info);
+
+// 20-bit non-zero flow label for the outer header, from inner src, dst, UDP source port and
+// DestQP, so that the fabric's ECMP keeps the entropy the RNIC put into the flow.
+uint32_t outer_flow_label(const PacketInfo& info);
+
+}  // namespace srv6gw::net

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Minimal classic-pcap reader and writer (Ethernet link type), enough for the offline tool,
+// the traffic generator and tests. Reads microsecond and nanosecond files in either byte
+// order; writes microsecond, little-endian files that tshark, scapy and DPDK net_pcap read.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace srv6gw::pcap {
+
+struct Packet {
+  uint64_t timestamp_ns = 0;
+  std::vector<uint8_t> data;  // captured bytes (we always capture whole frames)
+  uint32_t original_len = 0;  // length on the wire (>= data.size())
+};
+
+class Reader {
+ public:
+  // Opens `path`; on failure returns nullopt and sets `error` to a readable reason.
+  static std::optional<Reader> open(const std::string& path, std::string& error);
+  Reader(Reader&&) noexcept;
+  Reader& operator=(Reader&&) noexcept;
+  ~Reader();
+  // Next packet; nullopt at end of file. A truncated record sets error() and ends reading.
+  std::optional<Packet> next();
+  const std::string& error() const { return error_; }
+  uint32_t link_type() const { return link_type_; }
+
+ private:
+  Reader() = default;
+  std::FILE* file_ = nullptr;
+  bool swapped_ = false;
+  bool nanosecond_ = false;
+  uint32_t link_type_ = 0;
+  std::string error_;
+};
+
+class Writer {
+ public:
+  static std::optional<Writer> create(const std::string& path, std::string& error,
+                                      uint32_t snaplen = 65535);
+  Writer(Writer&&) noexcept;
+  Writer& operator=(Writer&&) noexcept;
+  ~Writer();  // flushes and closes
+  bool write(const uint8_t* data, size_t len, uint64_t timestamp_ns);
+  bool write(const Packet& p) { return write(p.data.data(), p.data.size(), p.timestamp_ns); }
+
+ private:
+  Writer() = default;
+  std::FILE* file_ = nullptr;
+  uint32_t snaplen_ = 65535;
+};
+
+// Convenience: whole files.
+std::optional<std::vector<Packet>> read_all(const std::string& path, std::string& error);
+bool write_all(const std::string& path, const std::vector<Packet>& packets, std::string& error);
+
+}  // namespace srv6gw::pcap

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Decapsulation for local SIDs (RFC 8986 End.DX4, End.DX6, End.DT46) with RFC 6040 egress
+// ECN. Works on a span starting at the outer IPv6 header; byte spans only.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "net/addr.hpp"
+
+namespace srv6gw::srv6 {
+
+enum class LocalSidBehavior : uint8_t { end_dx4, end_dx6, end_dt46 };
+const char* to_string(LocalSidBehavior b);
+
+enum class DecapStatus : uint8_t {
+  ok = 0,
+  truncated_outer,        // shorter than an IPv6 header
+  not_ipv6,               // outer version is not 6
+  bad_outer_length,       // payload length beyond the span
+  truncated_ext,          // an extension header (or the SRH) runs past the packet
+  ext_chain_too_long,     // more extension headers than the parser's bound
+  srh_inconsistent,       // routing type 4 with last entry / length that do not agree
+  segments_left_nonzero,  // SRH with segments left != 0: not the last segment
+  bad_next_header,        // inner protocol is not 4/41 (or not the one the behavior wants)
+  truncated_inner,        // inner header missing or its length beyond the outer payload
+  ecn_ce_on_not_ect,      // RFC 6040: outer CE onto a not-ECT inner must be dropped
+  count_
+};
+const char* to_string(DecapStatus s);
+
+struct DecapResult {
+  uint16_t inner_offset = 0;  // offset of the inner IP header from the outer IPv6 header
+  uint16_t inner_len = 0;     // inner IP packet length (from its own header)
+  net::Family inner_family = net::Family::none;
+  uint8_t outer_ecn = 0;      // for congestion feedback
+  bool had_srh = false;
+  uint16_t srh_tag = 0;       // SRH Tag of the packet (the remote gateway's path id)
+  bool inner_marked_ce = false;  // RFC 6040 set CE on the inner header
+};
+
+// Validates the outer header chain for `behavior`, applies RFC 6040 egress ECN to the inner
+// header in place (IPv4 checksum updated), and reports where the inner packet is.
+// `outer` must start at the outer IPv6 header and may include trailing bytes (Ethernet
+// padding); lengths come from the headers.
+DecapStatus decap(std::span<uint8_t> outer, LocalSidBehavior behavior, DecapResult& result);
+
+}  // namespace srv6gw::srv6

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// SRv6 encapsulation templates (RFC 8986 H.Encaps / H.Encaps.Red, RFC 9800 NEXT-C-SID).
+// A template is built once per segment list when a policy is compiled; per packet the data
+// plane copies it in front of the inner IP packet and patches payload length, traffic class,
+// flow label, inner next header and the SRH Tag. Byte spans only: no DPDK here.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "net/addr.hpp"
+
+namespace srv6gw::srv6 {
+
+inline constexpr unsigned kMaxSids = 16;
+inline constexpr unsigned kIpv6HeaderLen = 40;
+inline constexpr unsigned kSrhFixedLen = 8;
+inline constexpr unsigned kMaxEncapLen = kIpv6HeaderLen + kSrhFixedLen + 16 * kMaxSids;  // 344
+
+enum class EncapMode : uint8_t {
+  encaps,      // H.Encaps: full SRH with every SID
+  encaps_red,  // H.Encaps.Red: first SID only in the DA; no SRH for a single SID
+  usid,        // NEXT-C-SID: micro-SIDs packed into containers, reduced SRH of containers
+};
+const char* to_string(EncapMode m);
+
+// NEXT-C-SID format: locator block length and micro-SID length, in bits. The classic uSID
+// format is F3216 (32-bit block, 16-bit micro-SIDs: six per container).
+struct UsidFormat {
+  uint8_t block_bits = 32;
+  uint8_t usid_bits = 16;
+};
+
+struct TemplateSpec {
+  net::Ipv6Addr source;              // outer source address
+  std::span<const net::Ipv6Addr> sids;  // 1..16 SIDs in path order (first = first hop)
+  EncapMode mode = EncapMode::encaps;
+  UsidFormat usid;                   // used in usid mode: each SID is block|usid|zeros
+  uint16_t tag = 0;                  // SRH Tag = path id (only written when there is an SRH)
+  uint8_t hop_limit = 64;
+};
+
+// Pre-built outer header. Cache-line aligned so the per-packet copy is a few wide moves.
+struct alignas(64) EncapTemplate {
+  uint8_t bytes[kMaxEncapLen];
+  uint16_t size = 0;             // bytes of outer IPv6 header + SRH (if any)
+  uint16_t next_header_offset = 0;  // byte holding the inner protocol (4 or 41)
+  uint16_t tag_offset = 0;       // offset of the SRH Tag, 0 when there is no SRH
+  uint8_t segment_count = 0;     // entries in the SRH (0 without SRH), or containers in usid
+  bool has_srh = false;
+  net::Ipv6Addr first_destination;  // outer DA (first SID or first container)
+};
+
+enum class BuildStatus : uint8_t {
+  ok = 0,
+  no_sids,           // empty segment list
+  too_many_sids,     // more than kMaxSids (or more than kMaxSids containers)
+  bad_usid_format,   // block/usid lengths not multiples of 8, zero, or not fitting in 128 bits
+  sid_not_in_block,  // usid mode: a SID's locator block differs from the first SID's
+  sid_not_usid,      // usid mode: bits after the micro-SID are not zero
+};
+const char* to_string(BuildStatus s);
+
+// Builds the template; on error `out` is unspecified and the status names what is wrong.
+BuildStatus build_template(const TemplateSpec& spec, EncapTemplate& out);
+
+// Header length a spec will produce (for headroom sizing before building).
+unsigned encap_header_len(unsigned sid_count, EncapMode mode, UsidFormat usid = {});
+
+struct EncapFields {
+  uint16_t inner_len = 0;      // bytes of the inner IP packet (total, incl. ICRC)
+  uint8_t inner_proto = 4;     // 4 = IPv4, 41 = IPv6
+  uint8_t traffic_class = 0;   // DSCP<<2 | ECN, copied from the inner header (RFC 6040)
+  uint32_t flow_label = 0;     // 20 bits
+  uint16_t tag = 0;            // SRH Tag (path id plus flags); ignored without SRH
+};
+
+// Writes `t.size` bytes at `dst` (which must have room) and patches the per-packet fields.
+// Never touches the inner packet.
+void write_encap(const EncapTemplate& t, uint8_t* dst, const EncapFields& f);
+
+}  // namespace srv6gw::srv6

@@ -48,6 +48,9 @@ class Writer {
   ~Writer();  // flushes and closes
   bool write(const uint8_t* data, size_t len, uint64_t timestamp_ns);
   bool write(const Packet& p) { return write(p.data.data(), p.data.size(), p.timestamp_ns); }
+  // Flushes and closes now, reporting whether every buffered byte reached the file (the
+  // destructor cannot report that). Further writes fail.
+  bool close();
 
  private:
   Writer() = default;

@@ -1,0 +1,478 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// srv6gw-pcap: the packet core applied offline, pcap in, pcap out. It is how the external
+// oracles (tshark, scapy, the Linux kernel's SRv6) see exactly what the gateway would emit,
+// without DPDK: the same parse_frame, encap templates and decap code the data plane runs.
+//
+//   srv6gw-pcap encap --in IN --out OUT --sids A,B,C --source ADDR
+//               [--mode encaps|encaps-red|usid] [--usid-block 32 --usid-len 16]
+//               [--tag N] [--hop-limit N] [--dst-mac M --src-mac M]
+//   srv6gw-pcap decap --in IN --out OUT [--behavior dx4|dx6|dt46] [--dst-mac M --src-mac M]
+//   srv6gw-pcap parse --in IN
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "net/addr.hpp"
+#include "net/icrc.hpp"
+#include "net/parse.hpp"
+#include "pcap/pcap.hpp"
+#include "srv6/decap.hpp"
+#include "srv6/encap.hpp"
+
+namespace {
+
+using namespace srv6gw;
+
+constexpr uint32_t kLinkTypeEthernet = 1;
+constexpr size_t kEthHeaderLen = 14;
+constexpr size_t kVlanTagLen = 4;
+
+// Exit codes: 0 done, 1 a file could not be read or written, 2 bad command line.
+constexpr int kExitIo = 1;
+constexpr int kExitUsage = 2;
+
+constexpr const char* kUsage =
+    "usage:\n"
+    "  srv6gw-pcap encap --in IN --out OUT --sids A,B,C --source ADDR\n"
+    "              [--mode encaps|encaps-red|usid] [--usid-block BITS --usid-len BITS]\n"
+    "              [--tag N] [--hop-limit N] [--dst-mac M --src-mac M]\n"
+    "  srv6gw-pcap decap --in IN --out OUT [--behavior dx4|dx6|dt46]\n"
+    "              [--dst-mac M --src-mac M]\n"
+    "  srv6gw-pcap parse --in IN\n"
+    "encap: RoCEv2 frames become Ethernet (no VLAN tag, ethertype 0x86DD) + outer IPv6\n"
+    "       (+ SRH) + the inner IP packet (Ethernet padding removed); other frames are\n"
+    "       copied unchanged; malformed frames are dropped and counted.\n"
+    "decap: IPv6 frames are decapsulated as the local SID behavior says; non-IPv6 frames\n"
+    "       are copied unchanged; frames that fail decapsulation are dropped and counted.\n"
+    "parse: one classification line per frame.\n";
+
+// A command-line mistake: reported with the usage text, exit code 2.
+struct UsageError {
+  std::string message;
+};
+
+struct Options {
+  std::string command;
+  std::string in;
+  std::string out;
+  std::vector<net::Ipv6Addr> sids;
+  std::optional<net::Ipv6Addr> source;
+  srv6::EncapMode mode = srv6::EncapMode::encaps;
+  srv6::UsidFormat usid;
+  uint16_t tag = 0;
+  uint8_t hop_limit = 64;
+  std::optional<net::MacAddr> dst_mac;
+  std::optional<net::MacAddr> src_mac;
+  srv6::LocalSidBehavior behavior = srv6::LocalSidBehavior::end_dt46;
+};
+
+template <typename T>
+T parse_number(std::string_view name, std::string_view text, T max_value) {
+  uint64_t v = 0;
+  const auto* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v, 10);
+  if (text.empty() || ec != std::errc() || ptr != end || v > max_value) {
+    throw UsageError{std::string(name) + ": '" + std::string(text) + "' is not a number in 0.." +
+                     std::to_string(uint64_t(max_value))};
+  }
+  return T(v);
+}
+
+std::vector<net::Ipv6Addr> parse_sid_list(std::string_view text) {
+  std::vector<net::Ipv6Addr> sids;
+  size_t index = 0;
+  while (true) {
+    const size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    ++index;
+    auto sid = net::parse_ipv6(item);
+    if (!sid) {
+      throw UsageError{"--sids: entry " + std::to_string(index) + " '" + std::string(item) +
+                       "' is not an IPv6 address"};
+    }
+    sids.push_back(*sid);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return sids;
+}
+
+net::MacAddr parse_mac_option(std::string_view name, std::string_view text) {
+  auto mac = net::parse_mac(text);
+  if (!mac) throw UsageError{std::string(name) + ": '" + std::string(text) + "' is not a MAC"};
+  return *mac;
+}
+
+Options parse_options(int argc, char** argv) {
+  if (argc < 2) throw UsageError{"missing command"};
+  Options o;
+  o.command = argv[1];
+  if (o.command == "-h" || o.command == "--help") {
+    std::fputs(kUsage, stdout);
+    std::exit(0);
+  }
+  if (o.command != "encap" && o.command != "decap" && o.command != "parse") {
+    throw UsageError{"unknown command '" + o.command + "'"};
+  }
+  bool usid_format_given = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view name = argv[i];
+    if (name == "-h" || name == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (i + 1 >= argc) throw UsageError{std::string(name) + ": missing value"};
+    const std::string_view value = argv[++i];
+    const bool encap = o.command == "encap";
+    const bool rewrite = o.command != "parse";
+    if (name == "--in") {
+      o.in = value;
+    } else if (name == "--out" && rewrite) {
+      o.out = value;
+    } else if (name == "--sids" && encap) {
+      o.sids = parse_sid_list(value);
+    } else if (name == "--source" && encap) {
+      o.source = net::parse_ipv6(value);
+      if (!o.source) throw UsageError{"--source: '" + std::string(value) + "' is not IPv6"};
+    } else if (name == "--mode" && encap) {
+      if (value == "encaps") {
+        o.mode = srv6::EncapMode::encaps;
+      } else if (value == "encaps-red") {
+        o.mode = srv6::EncapMode::encaps_red;
+      } else if (value == "usid") {
+        o.mode = srv6::EncapMode::usid;
+      } else {
+        throw UsageError{"--mode: '" + std::string(value) +
+                         "' is not one of encaps, encaps-red, usid"};
+      }
+    } else if (name == "--usid-block" && encap) {
+      o.usid.block_bits = parse_number<uint8_t>(name, value, 128);
+      usid_format_given = true;
+    } else if (name == "--usid-len" && encap) {
+      o.usid.usid_bits = parse_number<uint8_t>(name, value, 128);
+      usid_format_given = true;
+    } else if (name == "--tag" && encap) {
+      o.tag = parse_number<uint16_t>(name, value, 0xffff);
+    } else if (name == "--hop-limit" && encap) {
+      o.hop_limit = parse_number<uint8_t>(name, value, 255);
+      if (o.hop_limit == 0) throw UsageError{"--hop-limit: 0 would never leave the gateway"};
+    } else if (name == "--behavior" && o.command == "decap") {
+      if (value == "dx4") {
+        o.behavior = srv6::LocalSidBehavior::end_dx4;
+      } else if (value == "dx6") {
+        o.behavior = srv6::LocalSidBehavior::end_dx6;
+      } else if (value == "dt46") {
+        o.behavior = srv6::LocalSidBehavior::end_dt46;
+      } else {
+        throw UsageError{"--behavior: '" + std::string(value) + "' is not one of dx4, dx6, dt46"};
+      }
+    } else if (name == "--dst-mac" && rewrite) {
+      o.dst_mac = parse_mac_option(name, value);
+    } else if (name == "--src-mac" && rewrite) {
+      o.src_mac = parse_mac_option(name, value);
+    } else {
+      throw UsageError{"option '" + std::string(name) + "' is not valid for " + o.command};
+    }
+  }
+  if (o.in.empty()) throw UsageError{"--in is required"};
+  if (o.command != "parse" && o.out.empty()) throw UsageError{"--out is required"};
+  if (o.command == "encap") {
+    if (o.sids.empty()) throw UsageError{"--sids is required"};
+    if (!o.source) throw UsageError{"--source is required"};
+    if (usid_format_given && o.mode != srv6::EncapMode::usid) {
+      throw UsageError{"--usid-block/--usid-len only apply to --mode usid"};
+    }
+  }
+  return o;
+}
+
+// Per-outcome counters of one run, printed at the end.
+struct Counts {
+  std::array<uint64_t, size_t(net::ParseStatus::count_)> parse{};
+  std::array<uint64_t, size_t(srv6::DecapStatus::count_)> decap{};
+  uint64_t frames = 0;
+  uint64_t encapsulated = 0;
+  uint64_t decapsulated = 0;
+  uint64_t passed = 0;   // written unchanged
+  uint64_t dropped = 0;  // not written
+};
+
+bool is_pass_through(net::ParseStatus s) {
+  return s == net::ParseStatus::not_ip || s == net::ParseStatus::not_udp ||
+         s == net::ParseStatus::not_roce;
+}
+
+void put_u16(uint8_t* p, uint16_t v) {
+  p[0] = uint8_t(v >> 8);
+  p[1] = uint8_t(v);
+}
+
+// Ethernet header of an output frame: MACs from the options, else those of the input frame.
+void write_ethernet(const Options& o, std::span<const uint8_t> in_frame, uint16_t ethertype,
+                    uint8_t* out) {
+  if (o.dst_mac) {
+    std::memcpy(out, o.dst_mac->bytes.data(), 6);
+  } else {
+    std::memcpy(out, in_frame.data(), 6);
+  }
+  if (o.src_mac) {
+    std::memcpy(out + 6, o.src_mac->bytes.data(), 6);
+  } else {
+    std::memcpy(out + 6, in_frame.data() + 6, 6);
+  }
+  put_u16(out + 12, ethertype);
+}
+
+std::optional<pcap::Reader> open_input(const std::string& path) {
+  std::string error;
+  auto reader = pcap::Reader::open(path, error);
+  if (!reader) {
+    std::fprintf(stderr, "srv6gw-pcap: cannot read %s: %s\n", path.c_str(), error.c_str());
+    return std::nullopt;
+  }
+  if (reader->link_type() != kLinkTypeEthernet) {
+    std::fprintf(stderr, "srv6gw-pcap: %s: link type %u is not Ethernet (1)\n", path.c_str(),
+                 reader->link_type());
+    return std::nullopt;
+  }
+  return reader;
+}
+
+std::optional<pcap::Writer> open_output(const std::string& path) {
+  std::string error;
+  auto writer = pcap::Writer::create(path, error);
+  if (!writer) {
+    std::fprintf(stderr, "srv6gw-pcap: cannot write %s: %s\n", path.c_str(), error.c_str());
+  }
+  return writer;
+}
+
+// After the loop: a truncated input record is an error, not a silent end of file.
+bool input_ended_cleanly(const pcap::Reader& reader, const std::string& path) {
+  if (reader.error().empty()) return true;
+  std::fprintf(stderr, "srv6gw-pcap: %s: %s\n", path.c_str(), reader.error().c_str());
+  return false;
+}
+
+bool write_or_report(pcap::Writer& writer, const std::string& path, const uint8_t* data, size_t len,
+                     uint64_t ts) {
+  if (writer.write(data, len, ts)) return true;
+  std::fprintf(stderr, "srv6gw-pcap: write to %s failed: %s\n", path.c_str(), std::strerror(errno));
+  return false;
+}
+
+// One line per outcome: "  <layer> <reason> <count> [(passed|dropped)]".
+void print_count(const char* layer, const char* reason, uint64_t count, const char* fate) {
+  std::printf("  %-5s %-22s %8llu%s\n", layer, reason, (unsigned long long)count, fate);
+}
+
+// `rewriting` is false for the parse command, which neither passes nor drops anything.
+void print_parse_counts(const Counts& c, bool rewriting) {
+  for (size_t i = 0; i < c.parse.size(); ++i) {
+    if (c.parse[i] == 0) continue;
+    const auto s = net::ParseStatus(i);
+    const char* fate = !rewriting || s == net::ParseStatus::ok ? ""
+                       : is_pass_through(s)                    ? " (passed)"
+                                                               : " (dropped)";
+    print_count("parse", net::to_string(s), c.parse[i], fate);
+  }
+}
+
+int run_encap(const Options& o) {
+  srv6::TemplateSpec spec;
+  spec.source = *o.source;
+  spec.sids = o.sids;
+  spec.mode = o.mode;
+  spec.usid = o.usid;
+  spec.tag = o.tag;
+  spec.hop_limit = o.hop_limit;
+  srv6::EncapTemplate tmpl;
+  const srv6::BuildStatus built = srv6::build_template(spec, tmpl);
+  if (built != srv6::BuildStatus::ok) {
+    std::fprintf(stderr, "srv6gw-pcap: --sids (%zu SIDs, mode %s) refused: %s\n", o.sids.size(),
+                 srv6::to_string(o.mode), srv6::to_string(built));
+    return kExitUsage;
+  }
+
+  auto reader = open_input(o.in);
+  if (!reader) return kExitIo;
+  auto writer = open_output(o.out);
+  if (!writer) return kExitIo;
+
+  Counts c;
+  std::vector<uint8_t> out;
+  while (auto pkt = reader->next()) {
+    ++c.frames;
+    const std::span<const uint8_t> frame(pkt->data);
+    net::PacketInfo info;
+    const net::ParseStatus st = net::parse_frame(frame, info);
+    ++c.parse[size_t(st)];
+    if (st != net::ParseStatus::ok) {
+      if (!is_pass_through(st)) {
+        ++c.dropped;
+        continue;
+      }
+      ++c.passed;
+      if (!write_or_report(*writer, o.out, frame.data(), frame.size(), pkt->timestamp_ns)) {
+        return kExitIo;
+      }
+      continue;
+    }
+    // The inner packet is the IP packet exactly: l3_len excludes any Ethernet padding.
+    const auto inner = frame.subspan(info.l3_offset, info.l3_len);
+    out.resize(kEthHeaderLen + tmpl.size + inner.size());
+    write_ethernet(o, frame, net::kEthTypeIpv6, out.data());
+    srv6::EncapFields f;
+    f.inner_len = uint16_t(inner.size());
+    f.inner_proto = info.family == net::Family::ipv4 ? net::kProtoIpv4 : net::kProtoIpv6;
+    f.traffic_class = uint8_t(info.dscp << 2 | info.ecn);
+    f.flow_label = net::outer_flow_label(info);
+    f.tag = o.tag;
+    srv6::write_encap(tmpl, out.data() + kEthHeaderLen, f);
+    std::memcpy(out.data() + kEthHeaderLen + tmpl.size, inner.data(), inner.size());
+    ++c.encapsulated;
+    if (!write_or_report(*writer, o.out, out.data(), out.size(), pkt->timestamp_ns)) {
+      return kExitIo;
+    }
+  }
+  if (!input_ended_cleanly(*reader, o.in)) return kExitIo;
+
+  std::printf("encap mode %s, %zu SIDs, outer header %u bytes, first destination %s\n",
+              srv6::to_string(o.mode), o.sids.size(), unsigned(tmpl.size),
+              net::to_string(tmpl.first_destination).c_str());
+  std::printf("frames %llu: encapsulated %llu, passed %llu, dropped %llu\n",
+              (unsigned long long)c.frames, (unsigned long long)c.encapsulated,
+              (unsigned long long)c.passed, (unsigned long long)c.dropped);
+  print_parse_counts(c, true);
+  return 0;
+}
+
+int run_decap(const Options& o) {
+  auto reader = open_input(o.in);
+  if (!reader) return kExitIo;
+  auto writer = open_output(o.out);
+  if (!writer) return kExitIo;
+
+  Counts c;
+  uint64_t not_ipv6 = 0;
+  uint64_t truncated_l2 = 0;
+  std::vector<uint8_t> out;
+  while (auto pkt = reader->next()) {
+    ++c.frames;
+    std::span<uint8_t> frame(pkt->data);
+    // Ethernet and up to two VLAN tags; the outer packet must be IPv6.
+    size_t l3 = kEthHeaderLen;
+    bool short_frame = frame.size() < kEthHeaderLen;
+    uint16_t ethertype = short_frame ? 0 : uint16_t(frame[12] << 8 | frame[13]);
+    for (unsigned tags = 0; !short_frame && tags < net::kMaxVlanTags &&
+                            (ethertype == net::kEthTypeVlan || ethertype == net::kEthTypeQinQ);
+         ++tags) {
+      if (frame.size() < l3 + kVlanTagLen) {
+        short_frame = true;
+        break;
+      }
+      ethertype = uint16_t(frame[l3 + 2] << 8 | frame[l3 + 3]);
+      l3 += kVlanTagLen;
+    }
+    if (short_frame) {
+      ++truncated_l2;
+      ++c.dropped;
+      continue;
+    }
+    if (ethertype != net::kEthTypeIpv6) {
+      ++not_ipv6;
+      ++c.passed;
+      if (!write_or_report(*writer, o.out, frame.data(), frame.size(), pkt->timestamp_ns)) {
+        return kExitIo;
+      }
+      continue;
+    }
+    srv6::DecapResult r;
+    const srv6::DecapStatus st = srv6::decap(frame.subspan(l3), o.behavior, r);
+    ++c.decap[size_t(st)];
+    if (st != srv6::DecapStatus::ok) {
+      ++c.dropped;
+      continue;
+    }
+    const auto inner = frame.subspan(l3 + r.inner_offset, r.inner_len);
+    out.resize(kEthHeaderLen + inner.size());
+    write_ethernet(o, frame,
+                   r.inner_family == net::Family::ipv4 ? net::kEthTypeIpv4 : net::kEthTypeIpv6,
+                   out.data());
+    std::memcpy(out.data() + kEthHeaderLen, inner.data(), inner.size());
+    ++c.decapsulated;
+    if (!write_or_report(*writer, o.out, out.data(), out.size(), pkt->timestamp_ns)) {
+      return kExitIo;
+    }
+  }
+  if (!input_ended_cleanly(*reader, o.in)) return kExitIo;
+
+  std::printf("decap behavior %s\n", srv6::to_string(o.behavior));
+  std::printf("frames %llu: decapsulated %llu, passed %llu, dropped %llu\n",
+              (unsigned long long)c.frames, (unsigned long long)c.decapsulated,
+              (unsigned long long)c.passed, (unsigned long long)c.dropped);
+  if (not_ipv6 != 0) print_count("l2", "not_ipv6", not_ipv6, " (passed)");
+  if (truncated_l2 != 0) print_count("l2", "truncated", truncated_l2, " (dropped)");
+  for (size_t i = 0; i < c.decap.size(); ++i) {
+    if (c.decap[i] == 0) continue;
+    const auto s = srv6::DecapStatus(i);
+    print_count("decap", srv6::to_string(s), c.decap[i],
+                s == srv6::DecapStatus::ok ? "" : " (dropped)");
+  }
+  return 0;
+}
+
+int run_parse(const Options& o) {
+  auto reader = open_input(o.in);
+  if (!reader) return kExitIo;
+  Counts c;
+  while (auto pkt = reader->next()) {
+    ++c.frames;
+    const std::span<const uint8_t> frame(pkt->data);
+    net::PacketInfo info;
+    const net::ParseStatus st = net::parse_frame(frame, info);
+    ++c.parse[size_t(st)];
+    if (st != net::ParseStatus::ok) {
+      std::printf("%llu %s\n", (unsigned long long)c.frames, net::to_string(st));
+      continue;
+    }
+    const bool icrc_ok =
+        net::roce_icrc_valid(frame.subspan(info.l3_offset, info.l3_len), info.family);
+    std::printf(
+        "%llu ok family=%s src=%s dst=%s vlans=%u sport=%u qp=%u opcode=%u psn=%u ecn=%u "
+        "dscp=%u cnp=%u icrc=%s\n",
+        (unsigned long long)c.frames, info.family == net::Family::ipv4 ? "ipv4" : "ipv6",
+        net::to_string(info.src).c_str(), net::to_string(info.dst).c_str(),
+        unsigned(info.vlan_count), unsigned(info.udp_sport), unsigned(info.bth.dest_qp),
+        unsigned(info.bth.opcode), unsigned(info.bth.psn), unsigned(info.ecn), unsigned(info.dscp),
+        unsigned(info.is_cnp), icrc_ok ? "valid" : "bad");
+  }
+  if (!input_ended_cleanly(*reader, o.in)) return kExitIo;
+  std::printf("frames %llu\n", (unsigned long long)c.frames);
+  print_parse_counts(c, false);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  try {
+    o = parse_options(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "srv6gw-pcap: %s\n%s", e.message.c_str(), kUsage);
+    return kExitUsage;
+  }
+  if (o.command == "encap") return run_encap(o);
+  if (o.command == "decap") return run_decap(o);
+  return run_parse(o);
+}

@@ -4,9 +4,11 @@
 // compiler turns it into the immutable objects the data plane reads. No libyang, no DPDK.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "net/addr.hpp"
@@ -15,18 +17,29 @@
 
 namespace srv6gw::config {
 
+// Limits enforced by validate() (and by the YANG module, config/yang/srv6gw.yang).
+inline constexpr unsigned kMaxSegmentListsPerPolicy = 64;
+inline constexpr uint32_t kMaxWeight = 1000000;  // per segment list; sums fit in 32 bits
+inline constexpr uint32_t kMaxQp = 0xFFFFFF;     // BTH DestQP is 24 bits
+inline constexpr uint32_t kMaxFlowletGapUs = 10000000;
+inline constexpr uint16_t kMaxQueues = 128;
+
+// to_string returns the YANG enum name ("flowlet", "drop", "qp-range"); parse_* accepts it.
 enum class SelectionMode : uint8_t { flow, packet, flowlet, selective, adaptive };
 const char* to_string(SelectionMode m);
+std::optional<SelectionMode> parse_selection_mode(std::string_view name);
 
 enum class MissAction : uint8_t { pass, drop };
 const char* to_string(MissAction a);
+std::optional<MissAction> parse_miss_action(std::string_view name);
 
 struct SegmentList {
   std::string name;
-  uint16_t path_id = 0;  // written into the SRH Tag; unique within the gateway
-  uint32_t weight = 1;   // 0 = configured but carries no traffic
-  bool backup = false;   // used only when every non-backup list is unusable
+  uint16_t path_id = 0;             // written into the SRH Tag; unique within the gateway
+  uint32_t weight = 1;              // 0 = configured but carries no traffic
+  bool backup = false;              // used only when every non-backup list is unusable
   std::vector<net::Ipv6Addr> sids;  // 1..16, path order
+  friend bool operator==(const SegmentList&, const SegmentList&) = default;
 };
 
 struct Policy {
@@ -41,33 +54,39 @@ struct Policy {
   std::vector<uint8_t> spray_opcodes;  // selective mode: reorder-safe BTH opcodes
   std::vector<SegmentList> segment_lists;
 };
+bool operator==(const Policy& a, const Policy& b);  // srv6::UsidFormat has no operator==
 
 enum class SteeringKind : uint8_t {
-  exact,     // (dst, dest_qp)
+  exact,       // (dst, dest_qp)
   dst_any_qp,  // (dst, any QP)
-  qp_range,  // dest_qp in [qp_low, qp_high], optionally for one dst
-  prefix,    // longest-prefix match on dst
+  qp_range,    // dest_qp in [qp_low, qp_high], optionally for one dst
+  prefix,      // longest-prefix match on dst
 };
 const char* to_string(SteeringKind k);
+std::optional<SteeringKind> parse_steering_kind(std::string_view name);
 
 struct SteeringRule {
   SteeringKind kind = SteeringKind::exact;
-  net::IpAddr dst;            // exact, dst_any_qp, prefix; optional for qp_range
-  bool has_dst = false;       // qp_range only: restrict to dst
-  uint8_t prefix_len = 0;     // prefix
-  uint32_t dest_qp = 0;       // exact
+  net::IpAddr dst;                   // exact, dst_any_qp, prefix; optional for qp_range
+  bool has_dst = false;              // qp_range only: restrict to dst
+  uint8_t prefix_len = 0;            // prefix
+  uint32_t dest_qp = 0;              // exact
   uint32_t qp_low = 0, qp_high = 0;  // qp_range
   std::optional<uint8_t> dscp;       // optional DSCP match
-  std::string policy;         // policy name
+  std::string policy;                // policy name
+  uint32_t id = 0;  // YANG list key rule[id]: unique when set; 0 = unset (paths use position)
+  friend bool operator==(const SteeringRule&, const SteeringRule&) = default;
 };
 
 struct LocalSid {
   net::Ipv6Addr sid;
   srv6::LocalSidBehavior behavior = srv6::LocalSidBehavior::end_dt46;
+  friend bool operator==(const LocalSid&, const LocalSid&) = default;
 };
 
 struct PortRole {
   std::string device;  // port id ("0") or device name ("net_pcap0", "0000:3b:00.0")
+  friend bool operator==(const PortRole&, const PortRole&) = default;
 };
 
 struct Capacities {
@@ -78,26 +97,28 @@ struct Capacities {
   uint32_t policies = 1024;
   uint32_t local_sids = 256;
   uint8_t max_sids = 16;  // headroom is sized from this
+  friend bool operator==(const Capacities&, const Capacities&) = default;
 };
 
 struct GatewayConfig {
   PortRole host_port;
   PortRole fabric_port;
-  uint16_t queues = 1;        // RX/TX queues per port = worker lcores
+  uint16_t queues = 1;  // RX/TX queues per port = worker lcores
   uint32_t mbufs = 8191;
   bool transparent_mac = false;  // keep original MACs instead of the configured ones
   std::optional<net::MacAddr> fabric_nexthop_mac;
   std::optional<net::MacAddr> host_mac;
-  net::Ipv6Addr source;       // default outer source address
+  net::Ipv6Addr source;  // default outer source address
   uint8_t hop_limit = 64;
   MissAction steering_miss = MissAction::pass;   // RoCEv2 with no steering match
   MissAction non_roce = MissAction::pass;        // ARP, ND, TCP, ... host -> fabric
   MissAction fabric_non_sid = MissAction::pass;  // fabric -> host, not one of our SIDs
-  uint32_t stats_interval_ms = 1000;  // periodic stats line; 0 = off
+  uint32_t stats_interval_ms = 1000;             // periodic stats line; 0 = off
   Capacities capacities;
   std::vector<Policy> policies;
   std::vector<SteeringRule> steering;
   std::vector<LocalSid> local_sids;
+  friend bool operator==(const GatewayConfig&, const GatewayConfig&) = default;
 };
 
 // A refusal names the offending field by its path in the configuration tree, as YANG does
@@ -105,10 +126,19 @@ struct GatewayConfig {
 struct ConfigError {
   std::string path;
   std::string message;
+  friend bool operator==(const ConfigError&, const ConfigError&) = default;
 };
 
 // Semantic checks shared by the file loader and the gRPC agent: SID counts, weights, modes,
 // references to unknown policies, duplicates, capacity limits. Returns the first error.
 std::optional<ConfigError> validate(const GatewayConfig& cfg);
+
+// YANG instance paths of configuration nodes, for errors raised outside validate() (the
+// agent's own checks) so that every refusal names nodes the same way.
+std::string policy_path(std::string_view policy);
+std::string segment_list_path(std::string_view policy, std::string_view segment_list);
+// rule[id='7'], or rule[N] (1-based position among cfg.steering) when the rule has no id.
+std::string rule_path(const SteeringRule& rule, size_t index);
+std::string local_sid_path(const net::Ipv6Addr& sid);
 
 }  // namespace srv6gw::config

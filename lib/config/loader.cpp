@@ -1,0 +1,841 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// libyang front end of the configuration: JSON text -> libyang data tree (types, structure,
+// leafrefs, must) -> GatewayConfig -> validate(). Only this file knows libyang.
+#include "config/loader.hpp"
+
+#include <libyang/libyang.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <system_error>
+#include <type_traits>
+#include <vector>
+
+#ifndef SRV6GW_YANG_DIR
+#define SRV6GW_YANG_DIR ""
+#endif
+
+namespace srv6gw::config {
+namespace {
+
+constexpr const char* kModule = "srv6gw";
+constexpr const char* kModuleFile = "srv6gw.yang";
+
+bool has_module(const std::string& dir) {
+  if (dir.empty()) return false;
+  return ::access((dir + "/" + kModuleFile).c_str(), R_OK) == 0;
+}
+
+std::string executable_dir() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return {};
+  std::string exe(buf, size_t(n));
+  const auto slash = exe.rfind('/');
+  return slash == std::string::npos ? std::string() : exe.substr(0, slash);
+}
+
+// libyang keeps its log state per thread; this stores every message of this thread (instead
+// of printing them) for as long as it lives, and restores the global options afterwards.
+class ScopedLyLogCapture {
+ public:
+  ScopedLyLogCapture() { ly_temp_log_options(&opts_); }
+  ~ScopedLyLogCapture() { ly_temp_log_options(nullptr); }
+  ScopedLyLogCapture(const ScopedLyLogCapture&) = delete;
+  ScopedLyLogCapture& operator=(const ScopedLyLogCapture&) = delete;
+
+ private:
+  uint32_t opts_ = LY_LOSTORE;
+};
+
+struct CtxDeleter {
+  void operator()(ly_ctx* ctx) const { ly_ctx_destroy(ctx); }
+};
+using CtxPtr = std::unique_ptr<ly_ctx, CtxDeleter>;
+
+struct TreeDeleter {
+  void operator()(lyd_node* tree) const { lyd_free_all(tree); }
+};
+using TreePtr = std::unique_ptr<lyd_node, TreeDeleter>;
+
+// The quoted path after `label` in libyang's location text, e.g. 'Data location "/a/b",
+// line number 3.' -> "/a/b".
+std::optional<std::string> quoted_after(std::string_view text, std::string_view label) {
+  const auto at = text.find(label);
+  if (at == std::string_view::npos) return std::nullopt;
+  const auto begin = at + label.size();
+  const auto end = text.find('"', begin);
+  if (end == std::string_view::npos) return std::nullopt;
+  return std::string(text.substr(begin, end - begin));
+}
+
+// The first error libyang stored: later ones are usually consequences ("parsing failed").
+// Its location text holds the data path (or, without data, the schema path) and for parse
+// errors the input line: the path becomes ConfigError.path, the line joins the message.
+ConfigError libyang_error(const ly_ctx* ctx, std::string_view fallback) {
+  for (const ly_err_item* e = ly_err_first(ctx); e; e = e->next) {
+    if (e->level != LY_LLERR) continue;
+    ConfigError out;
+    out.message = e->msg ? e->msg : std::string(fallback);
+    // libyang ends its sentences with a period; our messages do not.
+    while (!out.message.empty() && (out.message.back() == '.' || out.message.back() == ' ')) {
+      out.message.pop_back();
+    }
+    const std::string_view location = e->path ? e->path : "";
+    if (auto p = quoted_after(location, "ata location \"")) {
+      out.path = *p;
+    } else if (auto s = quoted_after(location, "chema location \"")) {
+      out.path = *s;
+    } else if (!location.empty() && location.front() == '/') {
+      out.path = std::string(location);
+    }
+    if (const auto at = location.find("line number "); at != std::string_view::npos) {
+      const auto digits = location.substr(at + 12);
+      const auto len = digits.find_first_not_of("0123456789");
+      out.message += " (line " + std::string(digits.substr(0, len)) + ")";
+    }
+    return out;
+  }
+  return ConfigError{"", std::string(fallback)};
+}
+
+// libyang's JSON parser reads the first top-level value and ignores what follows, and takes
+// a document cut short after its first member name as empty. Check the outline (brackets
+// balanced, nothing after the document) so that a truncated or concatenated file is refused
+// with its line instead of half-loaded.
+std::optional<ConfigError> check_json_outline(std::string_view text) {
+  size_t line = 1;
+  std::vector<std::pair<char, size_t>> open;  // expected closing bracket, line it opened on
+  bool started = false, finished = false;
+  auto at = [&](size_t l) { return " (line " + std::to_string(l) + ")"; };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') continue;
+    if (finished) return ConfigError{"", "unexpected text after the JSON document" + at(line)};
+    if (!started) {
+      if (c != '{') return std::nullopt;  // not an object: libyang says what is wrong
+      started = true;
+    }
+    if (c == '"') {
+      const size_t opened = line;
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\') ++i;
+        if (i < text.size() && text[i] == '\n') ++line;
+      }
+      if (i >= text.size()) return ConfigError{"", "unterminated JSON string" + at(opened)};
+    } else if (c == '{' || c == '[') {
+      open.emplace_back(c == '{' ? '}' : ']', line);
+    } else if (c == '}' || c == ']') {
+      if (open.empty() || open.back().first != c) {
+        return ConfigError{"", std::string("unbalanced '") + c + "' in JSON" + at(line)};
+      }
+      open.pop_back();
+      if (open.empty()) finished = true;
+    }
+  }
+  if (!started) return ConfigError{"", "the configuration is empty"};
+  if (!open.empty()) {
+    return ConfigError{"", std::string("JSON ends before the '") + open.back().first +
+                               "' closing the bracket of line " +
+                               std::to_string(open.back().second)};
+  }
+  return std::nullopt;
+}
+
+std::variant<CtxPtr, ConfigError> make_context() {
+  const std::string dir = find_yang_dir();
+  if (dir.empty()) {
+    if (const char* env = std::getenv("SRV6GW_YANG_DIR"); env && *env) {
+      return ConfigError{"", std::string("SRV6GW_YANG_DIR=") + env + " holds no " + kModuleFile};
+    }
+    return ConfigError{"", std::string("YANG module ") + kModuleFile +
+                               " not found (set SRV6GW_YANG_DIR to the folder holding it)"};
+  }
+  ly_ctx* raw = nullptr;
+  if (ly_ctx_new(dir.c_str(), LY_CTX_NO_YANGLIBRARY | LY_CTX_DISABLE_SEARCHDIR_CWD, &raw) !=
+      LY_SUCCESS) {
+    return ConfigError{"", "cannot create a libyang context for " + dir};
+  }
+  CtxPtr ctx(raw);
+  if (!ly_ctx_load_module(ctx.get(), kModule, nullptr, nullptr)) {
+    ConfigError e = libyang_error(ctx.get(), "cannot load the YANG module");
+    e.message = "cannot load YANG module " + dir + "/" + kModuleFile + ": " + e.message;
+    return e;
+  }
+  return ctx;
+}
+
+// ---------------------------------------------------------------------------------------
+// Data tree -> GatewayConfig. libyang has checked every type, range and pattern already, so
+// a conversion failure here means the schema and this mapping disagree: it is reported
+// with the node's path rather than trusted.
+
+struct MapError {
+  ConfigError error;
+};
+
+std::string node_path(const lyd_node* n) {
+  char* p = lyd_path(n, LYD_PATH_STD, nullptr, 0);
+  std::string out = p ? p : "";
+  std::free(p);
+  return out;
+}
+
+[[noreturn]] void fail(const lyd_node* n, std::string message) {
+  throw MapError{ConfigError{node_path(n), std::move(message)}};
+}
+
+std::string_view name_of(const lyd_node* n) {
+  return n->schema ? n->schema->name : "";
+}
+std::string_view value_of(const lyd_node* n) {
+  const char* v = lyd_get_value(n);
+  return v ? std::string_view(v) : std::string_view();
+}
+
+template <typename T>
+T as_uint(const lyd_node* n) {
+  static_assert(std::is_unsigned_v<T>);
+  const std::string_view v = value_of(n);
+  uint64_t x = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || end != v.data() + v.size() || x > std::numeric_limits<T>::max()) {
+    fail(n, "expected an unsigned number, got '" + std::string(v) + "'");
+  }
+  return T(x);
+}
+
+bool as_bool(const lyd_node* n) {
+  const std::string_view v = value_of(n);
+  if (v == "true") return true;
+  if (v == "false") return false;
+  fail(n, "expected true or false, got '" + std::string(v) + "'");
+}
+
+net::Ipv6Addr as_ipv6(const lyd_node* n) {
+  auto a = net::parse_ipv6(value_of(n));
+  if (!a) fail(n, "expected an IPv6 address, got '" + std::string(value_of(n)) + "'");
+  return *a;
+}
+
+net::IpAddr as_ip(const lyd_node* n) {
+  auto a = net::parse_ip(value_of(n));
+  if (!a) fail(n, "expected an IP address, got '" + std::string(value_of(n)) + "'");
+  return *a;
+}
+
+net::MacAddr as_mac(const lyd_node* n) {
+  auto a = net::parse_mac(value_of(n));
+  if (!a) fail(n, "expected a MAC address, got '" + std::string(value_of(n)) + "'");
+  return *a;
+}
+
+MissAction as_miss_action(const lyd_node* n) {
+  auto a = parse_miss_action(value_of(n));
+  if (!a) fail(n, "unknown action '" + std::string(value_of(n)) + "'");
+  return *a;
+}
+
+template <typename F>
+void for_children(const lyd_node* parent, F&& f) {
+  for (const lyd_node* c = lyd_child(parent); c; c = c->next) f(c, name_of(c));
+}
+
+void map_ports(const lyd_node* ports, GatewayConfig& cfg) {
+  for_children(ports, [&](const lyd_node* c, std::string_view name) {
+    if (name == "host") {
+      cfg.host_port.device = std::string(value_of(c));
+    } else if (name == "fabric") {
+      cfg.fabric_port.device = std::string(value_of(c));
+    } else if (name == "queues") {
+      cfg.queues = as_uint<uint16_t>(c);
+    } else if (name == "mbufs") {
+      cfg.mbufs = as_uint<uint32_t>(c);
+    } else if (name == "transparent-mac") {
+      cfg.transparent_mac = as_bool(c);
+    } else if (name == "fabric-nexthop-mac") {
+      cfg.fabric_nexthop_mac = as_mac(c);
+    } else if (name == "host-mac") {
+      cfg.host_mac = as_mac(c);
+    } else {
+      fail(c, "unexpected node");
+    }
+  });
+}
+
+void map_actions(const lyd_node* actions, GatewayConfig& cfg) {
+  for_children(actions, [&](const lyd_node* c, std::string_view name) {
+    if (name == "steering-miss") {
+      cfg.steering_miss = as_miss_action(c);
+    } else if (name == "non-roce") {
+      cfg.non_roce = as_miss_action(c);
+    } else if (name == "fabric-non-sid") {
+      cfg.fabric_non_sid = as_miss_action(c);
+    } else {
+      fail(c, "unexpected node");
+    }
+  });
+}
+
+void map_capacities(const lyd_node* caps, Capacities& out) {
+  for_children(caps, [&](const lyd_node* c, std::string_view name) {
+    if (name == "exact-entries") {
+      out.exact_entries = as_uint<uint32_t>(c);
+    } else if (name == "lpm4-rules") {
+      out.lpm4_rules = as_uint<uint32_t>(c);
+    } else if (name == "lpm6-rules") {
+      out.lpm6_rules = as_uint<uint32_t>(c);
+    } else if (name == "qp-ranges") {
+      out.qp_ranges = as_uint<uint32_t>(c);
+    } else if (name == "policies") {
+      out.policies = as_uint<uint32_t>(c);
+    } else if (name == "local-sids") {
+      out.local_sids = as_uint<uint32_t>(c);
+    } else if (name == "max-sids") {
+      out.max_sids = as_uint<uint8_t>(c);
+    } else {
+      fail(c, "unexpected node");
+    }
+  });
+}
+
+srv6::EncapMode as_encap(const lyd_node* n) {
+  const std::string_view v = value_of(n);
+  if (v == "encaps") return srv6::EncapMode::encaps;
+  if (v == "encaps-red") return srv6::EncapMode::encaps_red;
+  if (v == "usid") return srv6::EncapMode::usid;
+  fail(n, "unknown encap '" + std::string(v) + "'");
+}
+
+SegmentList map_segment_list(const lyd_node* n) {
+  SegmentList sl;
+  for_children(n, [&](const lyd_node* c, std::string_view name) {
+    if (name == "name") {
+      sl.name = std::string(value_of(c));
+    } else if (name == "path-id") {
+      sl.path_id = as_uint<uint16_t>(c);
+    } else if (name == "weight") {
+      sl.weight = as_uint<uint32_t>(c);
+    } else if (name == "backup") {
+      sl.backup = as_bool(c);
+    } else if (name == "sid") {
+      sl.sids.push_back(as_ipv6(c));  // ordered-by user: document order is path order
+    } else {
+      fail(c, "unexpected node");
+    }
+  });
+  return sl;
+}
+
+Policy map_policy(const lyd_node* n) {
+  Policy p;
+  for_children(n, [&](const lyd_node* c, std::string_view name) {
+    if (name == "name") {
+      p.name = std::string(value_of(c));
+    } else if (name == "color") {
+      p.color = as_uint<uint32_t>(c);
+    } else if (name == "endpoint") {
+      p.endpoint = as_ip(c);
+    } else if (name == "source-address") {
+      p.source = as_ipv6(c);
+    } else if (name == "encap") {
+      p.encap = as_encap(c);
+    } else if (name == "usid-format") {
+      for_children(c, [&](const lyd_node* f, std::string_view fname) {
+        if (fname == "block-bits") {
+          p.usid.block_bits = as_uint<uint8_t>(f);
+        } else if (fname == "usid-bits") {
+          p.usid.usid_bits = as_uint<uint8_t>(f);
+        } else {
+          fail(f, "unexpected node");
+        }
+      });
+    } else if (name == "selection") {
+      for_children(c, [&](const lyd_node* s, std::string_view sname) {
+        if (sname == "mode") {
+          auto m = parse_selection_mode(value_of(s));
+          if (!m) fail(s, "unknown selection mode '" + std::string(value_of(s)) + "'");
+          p.selection = *m;
+        } else if (sname == "flowlet-gap-us") {
+          p.flowlet_gap_us = as_uint<uint32_t>(s);
+        } else if (sname == "spray-opcodes") {
+          p.spray_opcodes.push_back(as_uint<uint8_t>(s));
+        } else {
+          fail(s, "unexpected node");
+        }
+      });
+    } else if (name == "segment-list") {
+      p.segment_lists.push_back(map_segment_list(c));
+    } else {
+      fail(c, "unexpected node");
+    }
+  });
+  return p;
+}
+
+// "10.0.1.0/24" (canonical form from libyang) -> address + length.
+void map_prefix(const lyd_node* n, SteeringRule& r) {
+  const std::string_view v = value_of(n);
+  const auto slash = v.find('/');
+  if (slash == std::string_view::npos) fail(n, "prefix without a length");
+  auto addr = net::parse_ip(v.substr(0, slash));
+  if (!addr) fail(n, "bad prefix address in '" + std::string(v) + "'");
+  const std::string_view len = v.substr(slash + 1);
+  unsigned bits = 0;
+  auto [end, ec] = std::from_chars(len.data(), len.data() + len.size(), bits);
+  if (ec != std::errc() || end != len.data() + len.size() || bits > 128) {
+    fail(n, "bad prefix length in '" + std::string(v) + "'");
+  }
+  r.dst = *addr;
+  r.prefix_len = uint8_t(bits);
+}
+
+SteeringRule map_rule(const lyd_node* n) {
+  SteeringRule r;
+  bool matched = false;
+  for_children(n, [&](const lyd_node* c, std::string_view name) {
+    if (name == "id") {
+      r.id = as_uint<uint32_t>(c);
+    } else if (name == "exact") {
+      r.kind = SteeringKind::exact;
+      matched = true;
+      for_children(c, [&](const lyd_node* e, std::string_view ename) {
+        if (ename == "destination") {
+          r.dst = as_ip(e);
+        } else if (ename == "dest-qp") {
+          r.dest_qp = as_uint<uint32_t>(e);
+        } else {
+          fail(e, "unexpected node");
+        }
+      });
+    } else if (name == "destination") {
+      r.kind = SteeringKind::dst_any_qp;
+      matched = true;
+      r.dst = as_ip(c);
+    } else if (name == "qp-range") {
+      r.kind = SteeringKind::qp_range;
+      matched = true;
+      for_children(c, [&](const lyd_node* q, std::string_view qname) {
+        if (qname == "qp-low") {
+          r.qp_low = as_uint<uint32_t>(q);
+        } else if (qname == "qp-high") {
+          r.qp_high = as_uint<uint32_t>(q);
+        } else if (qname == "destination") {
+          r.dst = as_ip(q);
+          r.has_dst = true;
+        } else {
+          fail(q, "unexpected node");
+        }
+      });
+    } else if (name == "prefix") {
+      r.kind = SteeringKind::prefix;
+      matched = true;
+      map_prefix(c, r);
+    } else if (name == "dscp") {
+      r.dscp = as_uint<uint8_t>(c);
+    } else if (name == "policy") {
+      r.policy = std::string(value_of(c));
+    } else {
+      fail(c, "unexpected node");
+    }
+  });
+  if (!matched) fail(n, "rule has no match");
+  return r;
+}
+
+LocalSid map_local_sid(const lyd_node* n) {
+  LocalSid ls;
+  for_children(n, [&](const lyd_node* c, std::string_view name) {
+    if (name == "sid") {
+      ls.sid = as_ipv6(c);
+    } else if (name == "behavior") {
+      const std::string_view v = value_of(c);
+      if (v == "end-dx4") {
+        ls.behavior = srv6::LocalSidBehavior::end_dx4;
+      } else if (v == "end-dx6") {
+        ls.behavior = srv6::LocalSidBehavior::end_dx6;
+      } else if (v == "end-dt46") {
+        ls.behavior = srv6::LocalSidBehavior::end_dt46;
+      } else {
+        fail(c, "unknown behavior '" + std::string(v) + "'");
+      }
+    } else {
+      fail(c, "unexpected node");
+    }
+  });
+  return ls;
+}
+
+GatewayConfig map_gateway(const lyd_node* gw) {
+  GatewayConfig cfg;
+  for_children(gw, [&](const lyd_node* c, std::string_view name) {
+    if (name == "ports") {
+      map_ports(c, cfg);
+    } else if (name == "source-address") {
+      cfg.source = as_ipv6(c);
+    } else if (name == "hop-limit") {
+      cfg.hop_limit = as_uint<uint8_t>(c);
+    } else if (name == "actions") {
+      map_actions(c, cfg);
+    } else if (name == "stats-interval-ms") {
+      cfg.stats_interval_ms = as_uint<uint32_t>(c);
+    } else if (name == "capacities") {
+      map_capacities(c, cfg.capacities);
+    } else if (name == "policies") {
+      for_children(
+          c, [&](const lyd_node* p, std::string_view) { cfg.policies.push_back(map_policy(p)); });
+    } else if (name == "steering") {
+      for_children(
+          c, [&](const lyd_node* r, std::string_view) { cfg.steering.push_back(map_rule(r)); });
+    } else if (name == "local-sids") {
+      for_children(c, [&](const lyd_node* l, std::string_view) {
+        cfg.local_sids.push_back(map_local_sid(l));
+      });
+    } else {
+      fail(c, "unexpected node");
+    }
+  });
+  return cfg;
+}
+
+// ---------------------------------------------------------------------------------------
+// GatewayConfig -> JSON (RFC 7951 encoding of the module's data).
+
+class JsonWriter {
+ public:
+  std::string take() { return std::move(out_); }
+
+  void open_object(std::string_view key = {}) { open(key, '{'); }
+  void open_array(std::string_view key) { open(key, '['); }
+  void close_object() { close('}'); }
+  void close_array() { close(']'); }
+
+  void string(std::string_view key, std::string_view value) {
+    member(key);
+    quote(value);
+  }
+  void number(std::string_view key, uint64_t value) {
+    member(key);
+    out_ += std::to_string(value);
+  }
+  void boolean(std::string_view key, bool value) {
+    member(key);
+    out_ += value ? "true" : "false";
+  }
+  // Array elements.
+  void string_element(std::string_view value) {
+    member({});
+    quote(value);
+  }
+  void number_element(uint64_t value) {
+    member({});
+    out_ += std::to_string(value);
+  }
+
+ private:
+  void open(std::string_view key, char bracket) {
+    member(key);
+    out_ += bracket;
+    first_.push_back(true);
+  }
+  void close(char bracket) {
+    const bool empty = first_.back();
+    first_.pop_back();
+    if (!empty) newline();
+    out_ += bracket;
+    if (first_.empty()) out_ += '\n';
+  }
+  void member(std::string_view key) {
+    if (!first_.empty()) {
+      if (!first_.back()) out_ += ',';
+      first_.back() = false;
+      newline();
+    }
+    if (!key.empty()) {
+      quote(key);
+      out_ += ": ";
+    }
+  }
+  void newline() {
+    out_ += '\n';
+    out_.append(2 * first_.size(), ' ');
+  }
+  void quote(std::string_view s) {
+    out_ += '"';
+    for (unsigned char c : s) {
+      switch (c) {
+        case '"':
+          out_ += "\\\"";
+          break;
+        case '\\':
+          out_ += "\\\\";
+          break;
+        case '\n':
+          out_ += "\\n";
+          break;
+        case '\t':
+          out_ += "\\t";
+          break;
+        case '\r':
+          out_ += "\\r";
+          break;
+        default:
+          if (c < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+            out_ += buf;
+          } else {
+            out_ += char(c);
+          }
+      }
+    }
+    out_ += '"';
+  }
+
+  std::string out_;
+  std::vector<bool> first_;  // per open bracket: nothing written inside yet
+};
+
+const char* encap_name(srv6::EncapMode m) {
+  switch (m) {
+    case srv6::EncapMode::encaps:
+      return "encaps";
+    case srv6::EncapMode::encaps_red:
+      return "encaps-red";
+    case srv6::EncapMode::usid:
+      return "usid";
+  }
+  return "unknown";
+}
+
+const char* behavior_name(srv6::LocalSidBehavior b) {
+  switch (b) {
+    case srv6::LocalSidBehavior::end_dx4:
+      return "end-dx4";
+    case srv6::LocalSidBehavior::end_dx6:
+      return "end-dx6";
+    case srv6::LocalSidBehavior::end_dt46:
+      return "end-dt46";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+std::string find_yang_dir() {
+  if (const char* env = std::getenv("SRV6GW_YANG_DIR"); env && *env) {
+    // An explicit setting wins even when wrong: silently using another copy would hide it.
+    return has_module(env) ? std::string(env) : std::string();
+  }
+  if (const std::string exe = executable_dir(); !exe.empty()) {
+    const std::string installed = exe + "/../share/srv6gw/yang";
+    if (has_module(installed)) return installed;
+  }
+  if (has_module(SRV6GW_YANG_DIR)) return SRV6GW_YANG_DIR;
+  return {};
+}
+
+LoadResult load_config_json(std::string_view json) {
+  if (auto e = check_json_outline(json)) return *e;
+  ScopedLyLogCapture capture;
+  auto made = make_context();
+  if (auto* e = std::get_if<ConfigError>(&made)) return *e;
+  CtxPtr ctx = std::move(std::get<CtxPtr>(made));
+
+  const std::string text(json);  // libyang wants NUL-terminated input
+  lyd_node* raw = nullptr;
+  const LY_ERR rc = lyd_parse_data_mem(ctx.get(), text.c_str(), LYD_JSON, LYD_PARSE_STRICT,
+                                       LYD_VALIDATE_PRESENT, &raw);
+  TreePtr tree(raw);
+  if (rc != LY_SUCCESS) return libyang_error(ctx.get(), "invalid configuration");
+
+  const lyd_node* gateway = nullptr;
+  for (const lyd_node* n = tree.get(); n; n = n->next) {
+    if (name_of(n) == "gateway" && n->schema->module &&
+        std::strcmp(n->schema->module->name, kModule) == 0) {
+      gateway = n;
+    }
+  }
+  if (!gateway) return ConfigError{"/srv6gw:gateway", "the configuration has no gateway"};
+
+  GatewayConfig cfg;
+  try {
+    cfg = map_gateway(gateway);
+  } catch (const MapError& e) {
+    return e.error;
+  }
+  if (auto e = validate(cfg)) return *e;
+  return cfg;
+}
+
+LoadResult load_config_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return ConfigError{"", "cannot open " + path + ": " + std::strerror(errno)};
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return ConfigError{"", "cannot read " + path};
+  return load_config_json(text.str());
+}
+
+std::string to_json(const GatewayConfig& cfg) {
+  JsonWriter w;
+  w.open_object();
+  w.open_object("srv6gw:gateway");
+
+  w.open_object("ports");
+  w.string("host", cfg.host_port.device);
+  w.string("fabric", cfg.fabric_port.device);
+  w.number("queues", cfg.queues);
+  w.number("mbufs", cfg.mbufs);
+  w.boolean("transparent-mac", cfg.transparent_mac);
+  if (cfg.fabric_nexthop_mac)
+    w.string("fabric-nexthop-mac", net::to_string(*cfg.fabric_nexthop_mac));
+  if (cfg.host_mac) w.string("host-mac", net::to_string(*cfg.host_mac));
+  w.close_object();
+
+  w.string("source-address", net::to_string(cfg.source));
+  w.number("hop-limit", cfg.hop_limit);
+
+  w.open_object("actions");
+  w.string("steering-miss", to_string(cfg.steering_miss));
+  w.string("non-roce", to_string(cfg.non_roce));
+  w.string("fabric-non-sid", to_string(cfg.fabric_non_sid));
+  w.close_object();
+
+  w.number("stats-interval-ms", cfg.stats_interval_ms);
+
+  const Capacities& c = cfg.capacities;
+  w.open_object("capacities");
+  w.number("exact-entries", c.exact_entries);
+  w.number("lpm4-rules", c.lpm4_rules);
+  w.number("lpm6-rules", c.lpm6_rules);
+  w.number("qp-ranges", c.qp_ranges);
+  w.number("policies", c.policies);
+  w.number("local-sids", c.local_sids);
+  w.number("max-sids", c.max_sids);
+  w.close_object();
+
+  if (!cfg.policies.empty()) {
+    w.open_object("policies");
+    w.open_array("policy");
+    for (const Policy& p : cfg.policies) {
+      w.open_object();
+      w.string("name", p.name);
+      w.number("color", p.color);
+      if (p.endpoint) w.string("endpoint", net::to_string(*p.endpoint));
+      if (p.source) w.string("source-address", net::to_string(*p.source));
+      w.string("encap", encap_name(p.encap));
+      w.open_object("usid-format");
+      w.number("block-bits", p.usid.block_bits);
+      w.number("usid-bits", p.usid.usid_bits);
+      w.close_object();
+      w.open_object("selection");
+      w.string("mode", to_string(p.selection));
+      w.number("flowlet-gap-us", p.flowlet_gap_us);
+      if (!p.spray_opcodes.empty()) {
+        w.open_array("spray-opcodes");
+        for (uint8_t op : p.spray_opcodes) w.number_element(op);
+        w.close_array();
+      }
+      w.close_object();
+      w.open_array("segment-list");
+      for (const SegmentList& sl : p.segment_lists) {
+        w.open_object();
+        w.string("name", sl.name);
+        w.number("path-id", sl.path_id);
+        w.number("weight", sl.weight);
+        w.boolean("backup", sl.backup);
+        w.open_array("sid");
+        for (const auto& sid : sl.sids) w.string_element(net::to_string(sid));
+        w.close_array();
+        w.close_object();
+      }
+      w.close_array();
+      w.close_object();
+    }
+    w.close_array();
+    w.close_object();
+  }
+
+  if (!cfg.steering.empty()) {
+    // YANG needs a key; rules built without one (id 0) get the lowest ids not in use, so
+    // the output loads back.
+    std::vector<uint32_t> used;
+    for (const auto& r : cfg.steering) {
+      if (r.id) used.push_back(r.id);
+    }
+    std::sort(used.begin(), used.end());
+    uint32_t next_free = 1;
+    auto assign = [&]() {
+      while (std::binary_search(used.begin(), used.end(), next_free)) ++next_free;
+      return next_free++;
+    };
+    w.open_object("steering");
+    w.open_array("rule");
+    for (const SteeringRule& r : cfg.steering) {
+      w.open_object();
+      w.number("id", r.id ? r.id : assign());
+      switch (r.kind) {
+        case SteeringKind::exact:
+          w.open_object("exact");
+          w.string("destination", net::to_string(r.dst));
+          w.number("dest-qp", r.dest_qp);
+          w.close_object();
+          break;
+        case SteeringKind::dst_any_qp:
+          w.string("destination", net::to_string(r.dst));
+          break;
+        case SteeringKind::qp_range:
+          w.open_object("qp-range");
+          w.number("qp-low", r.qp_low);
+          w.number("qp-high", r.qp_high);
+          if (r.has_dst) w.string("destination", net::to_string(r.dst));
+          w.close_object();
+          break;
+        case SteeringKind::prefix:
+          w.string("prefix", net::to_string(r.dst) + "/" + std::to_string(r.prefix_len));
+          break;
+      }
+      if (r.dscp) w.number("dscp", *r.dscp);
+      w.string("policy", r.policy);
+      w.close_object();
+    }
+    w.close_array();
+    w.close_object();
+  }
+
+  if (!cfg.local_sids.empty()) {
+    w.open_object("local-sids");
+    w.open_array("local-sid");
+    for (const LocalSid& ls : cfg.local_sids) {
+      w.open_object();
+      w.string("sid", net::to_string(ls.sid));
+      w.string("behavior", behavior_name(ls.behavior));
+      w.close_object();
+    }
+    w.close_array();
+    w.close_object();
+  }
+
+  w.close_object();
+  w.close_object();
+  return w.take();
+}
+
+}  // namespace srv6gw::config

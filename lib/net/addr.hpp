@@ -21,8 +21,7 @@ struct Ipv6Addr {
 struct Ipv4Addr {
   std::array<uint8_t, 4> bytes{};
   uint32_t host_order() const {
-    return uint32_t(bytes[0]) << 24 | uint32_t(bytes[1]) << 16 | uint32_t(bytes[2]) << 8 |
-           bytes[3];
+    return uint32_t(bytes[0]) << 24 | uint32_t(bytes[1]) << 16 | uint32_t(bytes[2]) << 8 | bytes[3];
   }
   friend bool operator==(const Ipv4Addr&, const Ipv4Addr&) = default;
   friend auto operator<=>(const Ipv4Addr&, const Ipv4Addr&) = default;

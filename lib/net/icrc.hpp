@@ -22,4 +22,12 @@ bool roce_icrc_valid(std::span<const uint8_t> ip_packet, Family family);
 // Writes the correct ICRC into the last four bytes of `ip_packet`.
 void roce_icrc_fill(std::span<uint8_t> ip_packet, Family family);
 
+// The ICRC sits at the end of the IP packet as its header gives it (total length / payload
+// length), so a span that also holds Ethernet padding works for all three functions above;
+// a packet that does not parse as RoCEv2 has no ICRC (0 / false / left untouched).
+
+// zlib-compatible CRC-32 (reflected 0xEDB88320): crc32_zlib(crc32_zlib(0, a), b) equals
+// zlib.crc32(a + b). Table-driven, slice-by-8.
+uint32_t crc32_zlib(uint32_t crc, std::span<const uint8_t> data);
+
 }  // namespace srv6gw::net

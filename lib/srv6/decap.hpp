@@ -25,6 +25,7 @@ enum class DecapStatus : uint8_t {
   bad_next_header,        // inner protocol is not 4/41 (or not the one the behavior wants)
   truncated_inner,        // inner header missing or its length beyond the outer payload
   ecn_ce_on_not_ect,      // RFC 6040: outer CE onto a not-ECT inner must be dropped
+  outer_fragment,         // outer IPv6 fragment (offset or M set): we do not reassemble
   count_
 };
 const char* to_string(DecapStatus s);
@@ -33,14 +34,19 @@ struct DecapResult {
   uint16_t inner_offset = 0;  // offset of the inner IP header from the outer IPv6 header
   uint16_t inner_len = 0;     // inner IP packet length (from its own header)
   net::Family inner_family = net::Family::none;
-  uint8_t outer_ecn = 0;      // for congestion feedback
+  uint8_t outer_ecn = 0;  // for congestion feedback
   bool had_srh = false;
-  uint16_t srh_tag = 0;       // SRH Tag of the packet (the remote gateway's path id)
+  uint16_t srh_tag = 0;          // SRH Tag of the packet (the remote gateway's path id)
   bool inner_marked_ce = false;  // RFC 6040 set CE on the inner header
 };
 
 // Validates the outer header chain for `behavior`, applies RFC 6040 egress ECN to the inner
 // header in place (IPv4 checksum updated), and reports where the inner packet is.
+// Extension headers (hop-by-hop, destination options, atomic fragments, routing headers with
+// segments left 0, the SRH) are walked, at most net::kMaxExtHeaders of them. The RFC 6040
+// egress table is applied in full: outer CE marks an ECT inner CE (not-ECT inner: dropped),
+// outer ECT(1) turns an ECT(0) inner into ECT(1), anything else leaves the inner unchanged.
+// On ecn_ce_on_not_ect the result is filled (the packet is well formed, only undeliverable).
 // `outer` must start at the outer IPv6 header and may include trailing bytes (Ethernet
 // padding); lengths come from the headers.
 DecapStatus decap(std::span<uint8_t> outer, LocalSidBehavior behavior, DecapResult& result);

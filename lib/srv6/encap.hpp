@@ -10,6 +10,7 @@
 #include <string>
 
 #include "net/addr.hpp"
+#include "net/bytes.hpp"
 
 namespace srv6gw::srv6 {
 
@@ -33,23 +34,24 @@ struct UsidFormat {
 };
 
 struct TemplateSpec {
-  net::Ipv6Addr source;              // outer source address
+  net::Ipv6Addr source;                 // outer source address
   std::span<const net::Ipv6Addr> sids;  // 1..16 SIDs in path order (first = first hop)
   EncapMode mode = EncapMode::encaps;
-  UsidFormat usid;                   // used in usid mode: each SID is block|usid|zeros
-  uint16_t tag = 0;                  // SRH Tag = path id (only written when there is an SRH)
+  UsidFormat usid;   // used in usid mode: each SID is block|usid|zeros
+  uint16_t tag = 0;  // SRH Tag = path id (only written when there is an SRH)
   uint8_t hop_limit = 64;
 };
 
 // Pre-built outer header. Cache-line aligned so the per-packet copy is a few wide moves.
 struct alignas(64) EncapTemplate {
   uint8_t bytes[kMaxEncapLen];
-  uint16_t size = 0;             // bytes of outer IPv6 header + SRH (if any)
+  uint16_t size = 0;                // bytes of outer IPv6 header + SRH (if any)
   uint16_t next_header_offset = 0;  // byte holding the inner protocol (4 or 41)
-  uint16_t tag_offset = 0;       // offset of the SRH Tag, 0 when there is no SRH
-  uint8_t segment_count = 0;     // entries in the SRH (0 without SRH), or containers in usid
+  uint16_t tag_offset = 0;          // offset of the SRH Tag, 0 when there is no SRH
+  uint8_t segment_count = 0;        // entries in the SRH (0 without SRH), or containers in usid
   bool has_srh = false;
-  net::Ipv6Addr first_destination;  // outer DA (first SID or first container)
+  net::Ipv6Addr first_destination;     // outer DA (first SID or first container)
+  EncapMode mode = EncapMode::encaps;  // mode the template was built for (diagnostics)
 };
 
 enum class BuildStatus : uint8_t {
@@ -63,21 +65,36 @@ enum class BuildStatus : uint8_t {
 const char* to_string(BuildStatus s);
 
 // Builds the template; on error `out` is unspecified and the status names what is wrong.
+// encaps and encaps_red take 1..kMaxSids SIDs; usid takes any number of micro-SIDs that pack
+// into at most kMaxSids containers (too_many_sids otherwise).
 BuildStatus build_template(const TemplateSpec& spec, EncapTemplate& out);
 
-// Header length a spec will produce (for headroom sizing before building).
+// Header length a spec will produce (for headroom sizing before building). 0 when the
+// count or the uSID format would make build_template fail.
 unsigned encap_header_len(unsigned sid_count, EncapMode mode, UsidFormat usid = {});
 
 struct EncapFields {
-  uint16_t inner_len = 0;      // bytes of the inner IP packet (total, incl. ICRC)
-  uint8_t inner_proto = 4;     // 4 = IPv4, 41 = IPv6
-  uint8_t traffic_class = 0;   // DSCP<<2 | ECN, copied from the inner header (RFC 6040)
-  uint32_t flow_label = 0;     // 20 bits
-  uint16_t tag = 0;            // SRH Tag (path id plus flags); ignored without SRH
+  uint16_t inner_len = 0;     // bytes of the inner IP packet (total, incl. ICRC)
+  uint8_t inner_proto = 4;    // 4 = IPv4, 41 = IPv6
+  uint8_t traffic_class = 0;  // DSCP<<2 | ECN, copied from the inner header (RFC 6040)
+  uint32_t flow_label = 0;    // 20 bits
+  uint16_t tag = 0;           // SRH Tag (path id plus flags); ignored without SRH
 };
 
 // Writes `t.size` bytes at `dst` (which must have room) and patches the per-packet fields.
-// Never touches the inner packet.
-void write_encap(const EncapTemplate& t, uint8_t* dst, const EncapFields& f);
+// Never touches the inner packet. The caller keeps t.size - 40 + inner_len <= 65535 (MTU).
+// Inline: per packet it is a few 32-byte moves and four stores.
+inline void write_encap(const EncapTemplate& t, uint8_t* dst, const EncapFields& f) {
+  const unsigned size = t.size;  // >= 40 for any built template
+  // 32-byte blocks, the last one overlapping the previous so no byte past `size` (the inner
+  // packet, when prepending in place) is written.
+  unsigned i = 0;
+  for (; i + 32 <= size; i += 32) __builtin_memcpy(dst + i, t.bytes + i, 32);
+  if (i < size) __builtin_memcpy(dst + size - 32, t.bytes + size - 32, 32);
+  net::store_be32(dst, 0x60000000u | uint32_t(f.traffic_class) << 20 | (f.flow_label & 0xFFFFF));
+  net::store_be16(dst + 4, uint16_t(size - kIpv6HeaderLen + f.inner_len));
+  dst[t.next_header_offset] = f.inner_proto;
+  if (t.has_srh) net::store_be16(dst + t.tag_offset, f.tag);
+}
 
 }  // namespace srv6gw::srv6

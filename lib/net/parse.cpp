@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "net/parse.hpp"
+
+#include <cstring>
+
+#include "net/bytes.hpp"
+#include "net/hash.hpp"
+
+namespace srv6gw::net {
+
+const char* to_string(ParseStatus s) {
+  switch (s) {
+    case ParseStatus::ok:
+      return "ok";
+    case ParseStatus::not_ip:
+      return "not_ip";
+    case ParseStatus::not_udp:
+      return "not_udp";
+    case ParseStatus::not_roce:
+      return "not_roce";
+    case ParseStatus::truncated_eth:
+      return "truncated_eth";
+    case ParseStatus::truncated_vlan:
+      return "truncated_vlan";
+    case ParseStatus::too_many_vlans:
+      return "too_many_vlans";
+    case ParseStatus::truncated_ipv4:
+      return "truncated_ipv4";
+    case ParseStatus::bad_ipv4_version:
+      return "bad_ipv4_version";
+    case ParseStatus::bad_ipv4_ihl:
+      return "bad_ipv4_ihl";
+    case ParseStatus::bad_ipv4_length:
+      return "bad_ipv4_length";
+    case ParseStatus::truncated_ipv6:
+      return "truncated_ipv6";
+    case ParseStatus::bad_ipv6_version:
+      return "bad_ipv6_version";
+    case ParseStatus::bad_ipv6_length:
+      return "bad_ipv6_length";
+    case ParseStatus::truncated_ext:
+      return "truncated_ext";
+    case ParseStatus::ext_chain_too_long:
+      return "ext_chain_too_long";
+    case ParseStatus::fragment:
+      return "fragment";
+    case ParseStatus::truncated_udp:
+      return "truncated_udp";
+    case ParseStatus::bad_udp_length:
+      return "bad_udp_length";
+    case ParseStatus::truncated_bth:
+      return "truncated_bth";
+    case ParseStatus::bad_bth_tver:
+      return "bad_bth_tver";
+    case ParseStatus::count_:
+      break;
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr size_t kEthHeaderLen = 14;
+constexpr size_t kVlanTagLen = 4;
+constexpr size_t kIpv4MinHeaderLen = 20;
+constexpr size_t kIpv6HeaderLen = 40;
+constexpr size_t kUdpHeaderLen = 8;
+constexpr size_t kExtMinLen = 8;  // every IPv6 extension header is a multiple of 8 bytes
+constexpr size_t kMaxL3Len = 0xFFFF;
+
+#define SRV6GW_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define SRV6GW_LIKELY(x) __builtin_expect(!!(x), 1)
+
+// UDP header at `l4`, IP payload ends at `l3_end` (not the frame end: Ethernet padding
+// may follow). Then the BTH when the destination port is RoCEv2's.
+inline ParseStatus parse_udp_bth(const uint8_t* p, size_t l4, size_t l3_end, PacketInfo& info) {
+  if (SRV6GW_UNLIKELY(l4 + kUdpHeaderLen > l3_end)) return ParseStatus::truncated_udp;
+  const uint8_t* udp = p + l4;
+  const uint16_t udp_len = load_be16(udp + 4);
+  info.udp_sport = load_be16(udp);
+  info.udp_dport = load_be16(udp + 2);
+  if (SRV6GW_UNLIKELY(udp_len < kUdpHeaderLen || l4 + udp_len > l3_end))
+    return ParseStatus::bad_udp_length;
+  if (info.udp_dport != kRoceV2Port) return ParseStatus::not_roce;
+  if (SRV6GW_UNLIKELY(udp_len < kUdpHeaderLen + kBthLen + kIcrcLen))
+    return ParseStatus::truncated_bth;
+
+  const size_t bth_off = l4 + kUdpHeaderLen;
+  const uint8_t* b = p + bth_off;
+  // Load the BTH into registers first: stores into `info` may alias the frame (uint8_t),
+  // which would otherwise force a reload of each byte after every field store.
+  const uint32_t w0 = load_be32(b);      // opcode | SE M Pad TVer | P_Key
+  const uint32_t w1 = load_be32(b + 4);  // F B resv6 | DestQP
+  const uint32_t w2 = load_be32(b + 8);  // A resv7 | PSN
+  info.bth_offset = uint16_t(bth_off);
+  Bth& bth = info.bth;
+  bth.opcode = uint8_t(w0 >> 24);
+  bth.solicited_event = (w0 >> 23) & 1;
+  bth.mig_req = (w0 >> 22) & 1;
+  bth.pad_count = uint8_t((w0 >> 20) & 0x3);
+  bth.tver = uint8_t((w0 >> 16) & 0xF);
+  bth.pkey = uint16_t(w0);
+  bth.fecn = (w1 >> 31) & 1;
+  bth.becn = (w1 >> 30) & 1;
+  bth.dest_qp = w1 & 0xFFFFFF;
+  bth.ack_req = (w2 >> 31) & 1;
+  bth.psn = w2 & 0xFFFFFF;
+  info.is_cnp = bth.opcode == kBthOpcodeCnp;
+  if (SRV6GW_UNLIKELY(bth.tver != 0)) return ParseStatus::bad_bth_tver;
+  return ParseStatus::ok;
+}
+
+inline ParseStatus parse_ipv4_at(const uint8_t* p, size_t l3, size_t frame_len, PacketInfo& info) {
+  info.family = Family::ipv4;
+  if (SRV6GW_UNLIKELY(l3 + kIpv4MinHeaderLen > frame_len)) return ParseStatus::truncated_ipv4;
+  const uint8_t* ip = p + l3;
+  if (SRV6GW_UNLIKELY((ip[0] >> 4) != 4)) return ParseStatus::bad_ipv4_version;
+  const size_t ihl_bytes = size_t(ip[0] & 0xF) * 4;
+  if (SRV6GW_UNLIKELY(ihl_bytes < kIpv4MinHeaderLen)) return ParseStatus::bad_ipv4_ihl;
+  if (SRV6GW_UNLIKELY(l3 + ihl_bytes > frame_len)) return ParseStatus::truncated_ipv4;
+  const uint16_t total_len = load_be16(ip + 2);
+  if (SRV6GW_UNLIKELY(total_len < ihl_bytes || l3 + total_len > frame_len))
+    return ParseStatus::bad_ipv4_length;
+
+  info.l3_len = total_len;
+  info.dscp = uint8_t(ip[1] >> 2);
+  info.ecn = uint8_t(ip[1] & 0x3);
+  info.ttl = ip[8];
+  info.l4_proto = ip[9];
+  info.has_ip_options = ihl_bytes > kIpv4MinHeaderLen;
+  info.src.family = Family::ipv4;
+  info.dst.family = Family::ipv4;
+  std::memcpy(info.src.bytes.data(), ip + 12, 4);
+  std::memcpy(info.dst.bytes.data(), ip + 16, 4);
+
+  // MF set or a non-zero fragment offset; DF (0x4000) alone is the RoCEv2 norm.
+  if (SRV6GW_UNLIKELY((load_be16(ip + 6) & 0x3FFF) != 0)) {
+    info.fragment = true;
+    return ParseStatus::fragment;
+  }
+  if (SRV6GW_UNLIKELY(info.l4_proto != kProtoUdp)) return ParseStatus::not_udp;
+  const size_t l4 = l3 + ihl_bytes;
+  info.l4_offset = uint16_t(l4);
+  return parse_udp_bth(p, l4, l3 + total_len, info);
+}
+
+inline ParseStatus parse_ipv6_at(const uint8_t* p, size_t l3, size_t frame_len, PacketInfo& info) {
+  info.family = Family::ipv6;
+  if (SRV6GW_UNLIKELY(l3 + kIpv6HeaderLen > frame_len)) return ParseStatus::truncated_ipv6;
+  const uint8_t* ip = p + l3;
+  const uint32_t word0 = load_be32(ip);
+  if (SRV6GW_UNLIKELY((word0 >> 28) != 6)) return ParseStatus::bad_ipv6_version;
+  const size_t l3_len = kIpv6HeaderLen + load_be16(ip + 4);
+  // l3_len is a 16-bit field of PacketInfo; no link we serve carries such frames anyway.
+  if (SRV6GW_UNLIKELY(l3 + l3_len > frame_len || l3_len > kMaxL3Len))
+    return ParseStatus::bad_ipv6_length;
+
+  info.l3_len = uint16_t(l3_len);
+  const uint8_t tc = uint8_t(word0 >> 20);
+  info.dscp = uint8_t(tc >> 2);
+  info.ecn = uint8_t(tc & 0x3);
+  info.ipv6_flow_label = word0 & 0xFFFFF;
+  info.ttl = ip[7];
+  info.src.family = Family::ipv6;
+  info.dst.family = Family::ipv6;
+  std::memcpy(info.src.bytes.data(), ip + 8, 16);
+  std::memcpy(info.dst.bytes.data(), ip + 24, 16);
+
+  uint8_t nh = ip[6];
+  size_t off = l3 + kIpv6HeaderLen;
+  const size_t end = l3 + l3_len;
+  // Bounded walk: hop-by-hop, routing (incl. SRH), destination options, fragment.
+  for (unsigned n = 0;; ++n) {
+    const bool generic = nh == kProtoHopByHop || nh == kProtoRouting || nh == kProtoDestOpts;
+    if (SRV6GW_LIKELY(!generic && nh != kProtoFragment)) break;
+    if (SRV6GW_UNLIKELY(n == kMaxExtHeaders)) {
+      info.l4_proto = nh;
+      return ParseStatus::ext_chain_too_long;
+    }
+    if (SRV6GW_UNLIKELY(off + kExtMinLen > end)) return ParseStatus::truncated_ext;
+    const uint8_t* ext = p + off;
+    if (nh == kProtoFragment) {
+      // Offset or M set: a real fragment. An atomic fragment (RFC 6946) is a whole packet.
+      if ((load_be16(ext + 2) & 0xFFF9) != 0) {
+        info.l4_proto = ext[0];
+        info.fragment = true;
+        return ParseStatus::fragment;
+      }
+      nh = ext[0];
+      off += kExtMinLen;
+      continue;
+    }
+    const size_t len = (size_t(ext[1]) + 1) * 8;
+    if (SRV6GW_UNLIKELY(off + len > end)) return ParseStatus::truncated_ext;
+    nh = ext[0];
+    off += len;
+  }
+  info.l4_proto = nh;
+  if (SRV6GW_UNLIKELY(nh != kProtoUdp)) return ParseStatus::not_udp;
+  info.l4_offset = uint16_t(off);
+  return parse_udp_bth(p, off, end, info);
+}
+
+}  // namespace
+
+ParseStatus parse_frame(std::span<const uint8_t> frame, PacketInfo& info) {
+  info = PacketInfo{};
+  const uint8_t* p = frame.data();
+  const size_t len = frame.size();
+  if (SRV6GW_UNLIKELY(len < kEthHeaderLen)) return ParseStatus::truncated_eth;
+  size_t off = 12;  // ethertype / first TPID
+  uint16_t ethertype = load_be16(p + off);
+  while (SRV6GW_UNLIKELY(ethertype == kEthTypeVlan || ethertype == kEthTypeQinQ)) {
+    if (info.vlan_count == kMaxVlanTags) return ParseStatus::too_many_vlans;
+    if (off + 2 + kVlanTagLen > len) return ParseStatus::truncated_vlan;
+    info.vlan_tpid[info.vlan_count] = ethertype;
+    info.vlan_tci[info.vlan_count] = load_be16(p + off + 2);
+    ++info.vlan_count;
+    off += kVlanTagLen;
+    ethertype = load_be16(p + off);
+  }
+  const size_t l3 = off + 2;
+  info.l3_offset = uint16_t(l3);
+  if (SRV6GW_LIKELY(ethertype == kEthTypeIpv4)) return parse_ipv4_at(p, l3, len, info);
+  if (ethertype == kEthTypeIpv6) return parse_ipv6_at(p, l3, len, info);
+  return ParseStatus::not_ip;
+}
+
+ParseStatus parse_ip(std::span<const uint8_t> packet, Family family, PacketInfo& info) {
+  info = PacketInfo{};
+  if (family == Family::ipv4) return parse_ipv4_at(packet.data(), 0, packet.size(), info);
+  if (family == Family::ipv6) return parse_ipv6_at(packet.data(), 0, packet.size(), info);
+  return ParseStatus::not_ip;
+}
+
+uint32_t outer_flow_label(const PacketInfo& info) {
+  uint64_t w[4];
+  std::memcpy(w, info.src.bytes.data(), 16);
+  std::memcpy(w + 2, info.dst.bytes.data(), 16);
+  uint32_t h = 0xFFFFFFFFu;
+  h = crc32c_u64(h, w[0]);
+  h = crc32c_u64(h, w[1]);
+  h = crc32c_u64(h, w[2]);
+  h = crc32c_u64(h, w[3]);
+  h = crc32c_u64(h, uint64_t(info.udp_sport) << 32 | info.bth.dest_qp);
+  // CRC is linear; a multiply spreads every input bit into the 20 bits kept.
+  const uint32_t label = (h * 0x9E3779B1u) >> 12;
+  return label != 0 ? label : 1;  // 0 means "no flow label" to the fabric (RFC 6437)
+}
+
+}  // namespace srv6gw::net

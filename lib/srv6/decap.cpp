@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "srv6/decap.hpp"
+
+#include "net/bytes.hpp"
+#include "net/parse.hpp"
+
+namespace srv6gw::srv6 {
+
+const char* to_string(LocalSidBehavior b) {
+  switch (b) {
+    case LocalSidBehavior::end_dx4:
+      return "end_dx4";
+    case LocalSidBehavior::end_dx6:
+      return "end_dx6";
+    case LocalSidBehavior::end_dt46:
+      return "end_dt46";
+  }
+  return "unknown";
+}
+
+const char* to_string(DecapStatus s) {
+  switch (s) {
+    case DecapStatus::ok:
+      return "ok";
+    case DecapStatus::truncated_outer:
+      return "truncated_outer";
+    case DecapStatus::not_ipv6:
+      return "not_ipv6";
+    case DecapStatus::bad_outer_length:
+      return "bad_outer_length";
+    case DecapStatus::truncated_ext:
+      return "truncated_ext";
+    case DecapStatus::ext_chain_too_long:
+      return "ext_chain_too_long";
+    case DecapStatus::srh_inconsistent:
+      return "srh_inconsistent";
+    case DecapStatus::segments_left_nonzero:
+      return "segments_left_nonzero";
+    case DecapStatus::bad_next_header:
+      return "bad_next_header";
+    case DecapStatus::truncated_inner:
+      return "truncated_inner";
+    case DecapStatus::ecn_ce_on_not_ect:
+      return "ecn_ce_on_not_ect";
+    case DecapStatus::outer_fragment:
+      return "outer_fragment";
+    case DecapStatus::count_:
+      break;
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr size_t kIpv4MinHeaderLen = 20;
+constexpr size_t kIpv6HeaderLen = 40;
+constexpr size_t kExtMinLen = 8;
+constexpr uint8_t kEcnNotEct = 0;
+constexpr uint8_t kEcnEct1 = 1;
+constexpr uint8_t kEcnEct0 = 2;
+constexpr uint8_t kEcnCe = 3;
+
+#define SRV6GW_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+// RFC 6040 section 4.2 egress: the ECN field the inner header leaves with.
+inline uint8_t egress_ecn(uint8_t inner, uint8_t outer) {
+  if (outer == kEcnCe) return kEcnCe;  // caller drops the not-ECT case first
+  if (outer == kEcnEct1 && inner == kEcnEct0) return kEcnEct1;
+  return inner;
+}
+
+// Rewrites the ECN bits of an IPv4 header with an incremental checksum update (RFC 1624
+// eqn. 3) of the 16-bit word holding version/IHL and TOS.
+inline void set_ipv4_ecn(uint8_t* ip, uint8_t ecn) {
+  const uint16_t old_word = net::load_be16(ip);
+  ip[1] = uint8_t((ip[1] & 0xFC) | ecn);
+  const uint16_t new_word = net::load_be16(ip);
+  uint32_t sum = uint32_t(uint16_t(~net::load_be16(ip + 10))) + uint16_t(~old_word) + new_word;
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  net::store_be16(ip + 10, uint16_t(~sum));
+}
+
+inline void set_ipv6_ecn(uint8_t* ip, uint8_t ecn) {
+  ip[1] = uint8_t((ip[1] & 0xCF) | ecn << 4);  // TC bits 1..0 are bits 5..4 of byte 1
+}
+
+}  // namespace
+
+DecapStatus decap(std::span<uint8_t> outer, LocalSidBehavior behavior, DecapResult& result) {
+  result = DecapResult{};
+  uint8_t* p = outer.data();
+  const size_t len = outer.size();
+  if (SRV6GW_UNLIKELY(len < kIpv6HeaderLen)) return DecapStatus::truncated_outer;
+  const uint32_t word0 = net::load_be32(p);
+  if (SRV6GW_UNLIKELY((word0 >> 28) != 6)) return DecapStatus::not_ipv6;
+  const size_t end = kIpv6HeaderLen + net::load_be16(p + 4);
+  if (SRV6GW_UNLIKELY(end > len)) return DecapStatus::bad_outer_length;
+  const uint8_t outer_ecn = uint8_t((word0 >> 20) & 0x3);
+  result.outer_ecn = outer_ecn;
+
+  uint8_t nh = p[6];
+  size_t off = kIpv6HeaderLen;
+  for (unsigned n = 0;; ++n) {
+    if (nh != net::kProtoRouting && nh != net::kProtoHopByHop && nh != net::kProtoDestOpts &&
+        nh != net::kProtoFragment)
+      break;
+    if (SRV6GW_UNLIKELY(n == net::kMaxExtHeaders)) return DecapStatus::ext_chain_too_long;
+    if (SRV6GW_UNLIKELY(off + kExtMinLen > end)) return DecapStatus::truncated_ext;
+    const uint8_t* ext = p + off;
+    if (nh == net::kProtoFragment) {
+      // Only an atomic fragment (offset 0, M clear; RFC 6946) is a whole packet.
+      if (SRV6GW_UNLIKELY((net::load_be16(ext + 2) & 0xFFF9) != 0))
+        return DecapStatus::outer_fragment;
+      nh = ext[0];
+      off += kExtMinLen;
+      continue;
+    }
+    const unsigned hdr_ext_len = ext[1];
+    const size_t ext_len = (size_t(hdr_ext_len) + 1) * 8;
+    if (SRV6GW_UNLIKELY(off + ext_len > end)) return DecapStatus::truncated_ext;
+    if (nh == net::kProtoRouting) {
+      const uint8_t segments_left = ext[3];
+      if (ext[2] == net::kSrhRoutingType) {
+        // RFC 8754: the segment list (last entry + 1 SIDs of 2 units each) must fit in the
+        // header; TLVs may follow it; segments left indexes into the list.
+        const unsigned entries = unsigned(ext[4]) + 1;
+        if (SRV6GW_UNLIKELY((hdr_ext_len & 1) != 0 || 2 * entries > hdr_ext_len ||
+                            segments_left > entries))
+          return DecapStatus::srh_inconsistent;
+        if (SRV6GW_UNLIKELY(segments_left != 0)) return DecapStatus::segments_left_nonzero;
+        result.had_srh = true;
+        result.srh_tag = net::load_be16(ext + 6);
+      } else if (SRV6GW_UNLIKELY(segments_left != 0)) {
+        // RFC 8200 4.4: an unrecognised routing type with segments left is not ours to skip.
+        return DecapStatus::segments_left_nonzero;
+      }
+    }
+    nh = ext[0];
+    off += ext_len;
+  }
+
+  const bool want4 = behavior != LocalSidBehavior::end_dx6;
+  const bool want6 = behavior != LocalSidBehavior::end_dx4;
+  uint8_t* inner = p + off;
+  size_t inner_len;
+  uint8_t inner_ecn;
+  if (nh == net::kProtoIpv4 && want4) {
+    if (SRV6GW_UNLIKELY(off + kIpv4MinHeaderLen > end)) return DecapStatus::truncated_inner;
+    if (SRV6GW_UNLIKELY((inner[0] >> 4) != 4)) return DecapStatus::bad_next_header;
+    const size_t ihl_bytes = size_t(inner[0] & 0xF) * 4;
+    inner_len = net::load_be16(inner + 2);
+    if (SRV6GW_UNLIKELY(ihl_bytes < kIpv4MinHeaderLen || inner_len < ihl_bytes ||
+                        off + inner_len > end))
+      return DecapStatus::truncated_inner;
+    inner_ecn = inner[1] & 0x3;
+    result.inner_family = net::Family::ipv4;
+  } else if (nh == net::kProtoIpv6 && want6) {
+    if (SRV6GW_UNLIKELY(off + kIpv6HeaderLen > end)) return DecapStatus::truncated_inner;
+    if (SRV6GW_UNLIKELY((inner[0] >> 4) != 6)) return DecapStatus::bad_next_header;
+    inner_len = kIpv6HeaderLen + net::load_be16(inner + 4);
+    if (SRV6GW_UNLIKELY(off + inner_len > end)) return DecapStatus::truncated_inner;
+    inner_ecn = (inner[1] >> 4) & 0x3;
+    result.inner_family = net::Family::ipv6;
+  } else {
+    return DecapStatus::bad_next_header;
+  }
+  // off + inner_len <= end <= 40 + 65535 and inner_len >= 20 keep both in 16 bits except in
+  // a corner no real frame reaches; refuse it rather than truncate the offsets.
+  if (SRV6GW_UNLIKELY(off > 0xFFFF || inner_len > 0xFFFF)) return DecapStatus::truncated_inner;
+  result.inner_offset = uint16_t(off);
+  result.inner_len = uint16_t(inner_len);
+
+  if (SRV6GW_UNLIKELY(outer_ecn == kEcnCe && inner_ecn == kEcnNotEct))
+    return DecapStatus::ecn_ce_on_not_ect;
+  const uint8_t new_ecn = egress_ecn(inner_ecn, outer_ecn);
+  if (SRV6GW_UNLIKELY(new_ecn != inner_ecn)) {
+    if (result.inner_family == net::Family::ipv4)
+      set_ipv4_ecn(inner, new_ecn);
+    else
+      set_ipv6_ecn(inner, new_ecn);
+    result.inner_marked_ce = new_ecn == kEcnCe;
+  }
+  return DecapStatus::ok;
+}
+
+}  // namespace srv6gw::srv6

@@ -88,17 +88,27 @@ struct Timing {
   double cycles;
 };
 
+// The machine is shared: time several rounds and keep the fastest, which is the one least
+// disturbed by other processes (preemption only ever adds time).
+constexpr int kRounds = 5;
+
 template <typename Fn>
 Timing measure(uint64_t iterations, Fn&& per_packet) {
   // Warm the ring and the branch predictors first.
   for (size_t i = 0; i < kRing; ++i) per_packet(i);
-  const auto t0 = std::chrono::steady_clock::now();
-  const uint64_t c0 = __rdtsc();
-  for (uint64_t k = 0; k < iterations; ++k) per_packet(size_t(k & (kRing - 1)));
-  const uint64_t c1 = __rdtsc();
-  const auto t1 = std::chrono::steady_clock::now();
-  const double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
-  return {ns / double(iterations), double(c1 - c0) / double(iterations)};
+  const uint64_t per_round = iterations / kRounds > 0 ? iterations / kRounds : 1;
+  Timing best{1e30, 1e30};
+  for (int round = 0; round < kRounds; ++round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const uint64_t c0 = __rdtsc();
+    for (uint64_t k = 0; k < per_round; ++k) per_packet(size_t(k & (kRing - 1)));
+    const uint64_t c1 = __rdtsc();
+    const auto t1 = std::chrono::steady_clock::now();
+    const double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
+    if (ns / double(per_round) < best.ns)
+      best = {ns / double(per_round), double(c1 - c0) / double(per_round)};
+  }
+  return best;
 }
 
 void report(const char* name, Timing t) {
@@ -235,7 +245,7 @@ int main(int argc, char** argv) {
   }
 
   if (bad != 0) fail(std::to_string(bad) + " packets did not take the fast path");
-  std::printf("iterations per case: %llu (checksum %llu)\n", (unsigned long long)iterations,
-              (unsigned long long)(sink & 0xFFFF));
+  std::printf("iterations per case: %llu, fastest of %d rounds (checksum %llu)\n",
+              (unsigned long long)iterations, kRounds, (unsigned long long)(sink & 0xFFFF));
   return 0;
 }

@@ -346,5 +346,74 @@ TEST(Decap, Ipv4ChecksumIncrementalMatchesFullOverManyHeaders) {
   }
 }
 
+// Random corruption of valid encapsulated packets: never a read outside the span, and an ok
+// result always points at a whole inner packet inside the outer payload.
+TEST(Decap, RandomCorruptionKeepsInvariants) {
+  std::vector<Bytes> seeds;
+  for (const Row& row : rows())
+    if (row.want == DecapStatus::ok) seeds.push_back(row.pkt);
+  seeds.push_back(outer(0, test::concat({test::ext_opts(43), srh(41), inner_v6(0x01)}), 0x03));
+  seeds.push_back(outer(4, inner_v4(0x02), 0x03));
+  uint64_t x = 0xD1B54A32D192ED03ull;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  size_t ok = 0;
+  for (int iter = 0; iter < 20000; ++iter) {
+    Bytes p = seeds[next() % seeds.size()];
+    const int flips = int(next() % 4) + 1;
+    for (int k = 0; k < flips; ++k) p[next() % p.size()] ^= uint8_t(1u << (next() % 8));
+    if (next() % 4 == 0) p.resize(next() % (p.size() + 1));
+    p.shrink_to_fit();
+    const auto behavior = LocalSidBehavior(next() % 3);
+    DecapResult r;
+    const DecapStatus st = decap(p, behavior, r);
+    ASSERT_LT(unsigned(st), unsigned(DecapStatus::count_));
+    if (st != DecapStatus::ok) continue;
+    ++ok;
+    const size_t outer_end = 40 + (size_t(p[4]) << 8 | p[5]);
+    ASSERT_GE(r.inner_offset, 40);
+    ASSERT_LE(size_t(r.inner_offset) + r.inner_len, outer_end);
+    ASSERT_LE(outer_end, p.size());
+    const uint8_t version = p[r.inner_offset] >> 4;
+    ASSERT_EQ(version, r.inner_family == net::Family::ipv4 ? 4 : 6);
+    const net::Family wanted = behavior == LocalSidBehavior::end_dx4   ? net::Family::ipv4
+                               : behavior == LocalSidBehavior::end_dx6 ? net::Family::ipv6
+                                                                       : r.inner_family;
+    ASSERT_EQ(r.inner_family, wanted);
+  }
+  EXPECT_GT(ok, 1000u);
+}
+
+// Headers whose checksum is 0x0000 or 0x0001 make the one's-complement sum of the incremental
+// update carry twice (RFC 1624): the cases a single fold gets wrong.
+TEST(Decap, Ipv4ChecksumEndAroundCarryCorners) {
+  for (uint16_t target : {uint16_t(0x0000), uint16_t(0x0001), uint16_t(0xFFFE)}) {
+    for (uint8_t inner_ecn : {uint8_t(1), uint8_t(2)}) {
+      test::Ipv4Fields f;
+      f.tos = inner_ecn;
+      Bytes in;
+      bool found = false;
+      for (uint32_t id = 0; id <= 0xFFFF && !found; ++id) {
+        f.id = uint16_t(id);
+        in = test::ipv4(f, test::udp_roce(1, 4791, {}, 0));
+        found = uint16_t(in[10] << 8 | in[11]) == target;
+      }
+      ASSERT_TRUE(found);
+      Bytes pkt = outer(4, in, 0x03);
+      DecapResult r;
+      ASSERT_EQ(decap(pkt, LocalSidBehavior::end_dx4, r), DecapStatus::ok);
+      Bytes hdr(pkt.begin() + 40, pkt.begin() + 60);
+      const uint16_t stored = uint16_t(hdr[10] << 8 | hdr[11]);
+      hdr[10] = hdr[11] = 0;
+      EXPECT_EQ(stored, test::inet_checksum(hdr))
+          << "checksum " << target << " inner ecn " << int(inner_ecn);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace srv6gw::srv6

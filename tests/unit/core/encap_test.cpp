@@ -100,11 +100,11 @@ TEST(Encap, LiteralReducedTwoAndOneSid) {
   EncapTemplate t;
   ASSERT_EQ(build({addr("fc00:a::1"), addr("fc00:b::2")}, EncapMode::encaps_red, t),
             BuildStatus::ok);
-  Bytes want = {0x60, 0, 0, 0,    0, 0, 43, 64,   0xfd, 0, 0,    0, 0, 0, 0, 0, 0,
-                0,    0, 0, 0,    0, 0, 1,  0xfc, 0,    0, 0x0a, 0, 0, 0, 0, 0, 0,
-                0,    0, 0, 0,    0, 1, 4,  2,    4,    1, 0,    0, 0, 7,  // SL 1 (DA is the first
-                                                                           // SID), LE 0
-                0xfc, 0, 0, 0x0b, 0, 0, 0,  0,    0,    0, 0,    0, 0, 0, 0, 2};
+  Bytes want = {0x60, 0, 0, 0, 0, 0, 43, 64, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+                0xfc, 0, 0, 0x0a, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 4, 2, 4, 1, 0, 0, 0,
+                7,  // SL 1 (DA is the first
+                    // SID), LE 0
+                0xfc, 0, 0, 0x0b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
   EXPECT_EQ(template_bytes(t), want);
   EXPECT_EQ(t.segment_count, 1);
 

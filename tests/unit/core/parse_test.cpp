@@ -471,6 +471,41 @@ TEST(Parse, EveryStatusCoveredAndNamed) {
   EXPECT_STREQ(to_string(ParseStatus::count_), "unknown");
 }
 
+// Random corruption of valid frames: the parser never reads outside the span (checked by the
+// sanitizer builds) and, whenever it says ok, its offsets describe a packet inside the frame.
+TEST(Parse, RandomCorruptionKeepsInvariants) {
+  std::vector<Bytes> seeds;
+  for (const Row& row : rows())
+    if (row.want == ParseStatus::ok) seeds.push_back(row.frame);
+  seeds.push_back(v4_roce_frame({}, {}, 40));
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  size_t ok = 0;
+  for (int iter = 0; iter < 20000; ++iter) {
+    Bytes f = seeds[next() % seeds.size()];
+    const int flips = int(next() % 4) + 1;
+    for (int k = 0; k < flips; ++k) f[next() % f.size()] ^= uint8_t(1u << (next() % 8));
+    if (next() % 4 == 0) f.resize(next() % (f.size() + 1));
+    f.shrink_to_fit();
+    PacketInfo info;
+    const ParseStatus st = parse_frame(f, info);
+    ASSERT_LT(unsigned(st), unsigned(ParseStatus::count_));
+    if (st != ParseStatus::ok) continue;
+    ++ok;
+    ASSERT_LE(size_t(info.l3_offset) + info.l3_len, f.size());
+    ASSERT_LT(info.l3_offset, info.l4_offset);
+    ASSERT_EQ(info.bth_offset, info.l4_offset + 8);
+    ASSERT_LE(size_t(info.bth_offset) + kBthLen + kIcrcLen, size_t(info.l3_offset) + info.l3_len);
+    ASSERT_EQ(info.bth.tver, 0);
+  }
+  EXPECT_GT(ok, 1000u);  // many corruptions hit fields that do not matter
+}
+
 // ---- flow label ----------------------------------------------------------------------------
 
 uint32_t crc32c_bitwise(uint32_t crc, const uint8_t* p, size_t n) {

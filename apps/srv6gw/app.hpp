@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The running gateway process as the control layer sees it: options, ports, pools, the
+// Gateway object and the worker lcores. Lives on the main lcore; the telemetry thread reads
+// it under `control_mutex`.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "config/model.hpp"
+#include "dataplane/pipeline.hpp"
+#include "options.hpp"
+#include "ports.hpp"
+#include "worker.hpp"
+
+namespace srv6gw::app {
+
+struct App {
+  Options options;
+  config::GatewayConfig config;  // as loaded, with command-line overrides applied
+  PortSetup host;
+  PortSetup fabric;
+  Pools pools;
+  std::unique_ptr<dataplane::Gateway> gateway;
+  std::vector<unsigned> worker_lcores;  // worker i runs on worker_lcores[i], serves queue i
+  std::vector<WorkerArgs> worker_args;
+  uint64_t start_tsc = 0;
+
+  // Serialises the Gateway's control-side calls (reclaim, path_stats, running_config) between
+  // the main lcore and the telemetry thread; never taken by workers.
+  std::mutex control_mutex;
+  // Set by main once everything is up, cleared (under control_mutex) before teardown, so a
+  // late telemetry request answers "not running" instead of touching freed state.
+  bool running = false;
+};
+
+}  // namespace srv6gw::app

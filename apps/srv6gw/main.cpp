@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// srv6gw: the DPDK application around the data plane. The main lcore parses options, loads
+// the configuration, brings up ports and pools, launches one worker per queue, then runs the
+// control loop (RCU reclamation, periodic stats, stop conditions) until a signal, --duration
+// or --until-idle ends it, and prints the final statistics.
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_pdump.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "app.hpp"
+#include "config/loader.hpp"
+#include "options.hpp"
+#include "ports.hpp"
+#include "stats.hpp"
+#include "telemetry.hpp"
+#include "worker.hpp"
+
+namespace srv6gw::app {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kControlTick = std::chrono::milliseconds(10);
+constexpr auto kReclaimPeriod = std::chrono::milliseconds(100);
+constexpr double kDrainSeconds = 100e-6;
+
+void on_signal(int) {
+  g_stop.store(true, std::memory_order_relaxed);
+}
+
+void setup_logging(const std::string& level) {
+  auto logger = spdlog::stderr_color_mt("srv6gw");
+  logger->set_pattern("%Y-%m-%d %H:%M:%S.%e srv6gw %^%l%$: %v");
+  logger->set_level(spdlog::level::from_str(level == "warning" ? "warn" : level));
+  spdlog::set_default_logger(logger);
+}
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+std::vector<char*> c_argv(std::vector<std::string>& args) {
+  std::vector<char*> v;
+  for (auto& a : args) v.push_back(a.data());
+  v.push_back(nullptr);
+  return v;
+}
+
+// Brings every part of the gateway up; on failure logs why and returns false (the caller
+// tears down whatever was set up).
+bool bring_up(App& app) {
+  std::string error;
+  auto host_id = resolve_port(app.config.host_port.device, error);
+  if (!host_id) {
+    spdlog::error("host port: {}", error);
+    return false;
+  }
+  auto fabric_id = resolve_port(app.config.fabric_port.device, error);
+  if (!fabric_id) {
+    spdlog::error("fabric port: {}", error);
+    return false;
+  }
+  if (*host_id == *fabric_id) {
+    spdlog::error("host and fabric port are the same port ({}): a gateway needs two",
+                  app.config.host_port.device);
+    return false;
+  }
+  if (!probe_port(*host_id, "host", app.host, error) ||
+      !probe_port(*fabric_id, "fabric", app.fabric, error)) {
+    spdlog::error("{}", error);
+    return false;
+  }
+
+  const uint16_t queues = app.config.queues;
+  if (queues == 0) {
+    spdlog::error("queues is 0: at least one worker queue is needed");
+    return false;
+  }
+  if (rte_lcore_count() < 1u + queues) {
+    spdlog::error(
+        "{} queue(s) need {} lcores (main + one worker per queue); EAL has {}: "
+        "give EAL -l 0-{}",
+        queues, queues + 1, rte_lcore_count(), queues);
+    return false;
+  }
+  unsigned lcore;
+  RTE_LCORE_FOREACH_WORKER(lcore) {
+    if (app.worker_lcores.size() == queues) break;
+    app.worker_lcores.push_back(lcore);
+  }
+  if (rte_lcore_count() > 1u + queues)
+    spdlog::warn("{} lcores given, {} used (main + {} workers)", rte_lcore_count(), queues + 1,
+                 queues);
+
+  if (!create_pools({&app.host, &app.fabric}, queues, queues, app.config.mbufs, app.pools, error)) {
+    spdlog::error("{}", error);
+    return false;
+  }
+  if (!configure_and_start(app.host, queues, app.pools.packets_for(app.host.socket), true, error) ||
+      !configure_and_start(app.fabric, queues, app.pools.packets_for(app.fabric.socket), true,
+                           error)) {
+    spdlog::error("{}", error);
+    return false;
+  }
+  if (!app.fabric.multiseg_tx)
+    spdlog::warn(
+        "fabric port {} has no multi-segment TX: encapsulations longer than the {} B "
+        "mbuf headroom (6+ SIDs) will be dropped as no_headroom",
+        app.fabric.name, RTE_PKTMBUF_HEADROOM);
+
+  dataplane::PortEnv env;
+  env.host_port_mac = app.host.mac;
+  env.fabric_port_mac = app.fabric.mac;
+  env.fabric_multiseg_tx = app.fabric.multiseg_tx;
+  config::ConfigError cerr;
+  app.gateway = dataplane::Gateway::create(app.config, queues, env,
+                                           app.pools.headers_for(app.fabric.socket), cerr);
+  if (!app.gateway) {
+    spdlog::error("gateway refused the configuration: {}{}{}", cerr.path,
+                  cerr.path.empty() ? "" : ": ", cerr.message);
+    return false;
+  }
+  if (app.gateway->worker_count() != queues) {
+    spdlog::error("gateway created {} worker contexts for {} queues", app.gateway->worker_count(),
+                  queues);
+    return false;
+  }
+  return true;
+}
+
+void launch_workers(App& app) {
+  const uint64_t drain_tsc = uint64_t(double(rte_get_tsc_hz()) * kDrainSeconds);
+  app.worker_args.resize(app.worker_lcores.size());
+  for (size_t i = 0; i < app.worker_lcores.size(); ++i) {
+    WorkerArgs& a = app.worker_args[i];
+    a.gateway = app.gateway.get();
+    a.context = app.gateway->worker(unsigned(i));
+    a.host_port = app.host.port_id;
+    a.fabric_port = app.fabric.port_id;
+    a.queue = uint16_t(i);
+    a.drain_tsc = drain_tsc;
+    rte_eal_remote_launch(worker_main, &a, app.worker_lcores[i]);
+    spdlog::info("worker {} on lcore {} serves queue {} of {} and {}", i, app.worker_lcores[i], i,
+                 app.host.name, app.fabric.name);
+  }
+}
+
+// The main lcore's loop until a stop condition. Never touches packets.
+void control_loop(App& app) {
+  const auto start = Clock::now();
+  const uint32_t interval_ms = app.options.stats_interval_ms.value_or(app.config.stats_interval_ms);
+  auto next_stats = start + std::chrono::milliseconds(interval_ms);
+  auto next_reclaim = start + kReclaimPeriod;
+  uint64_t last_rx = 0;
+  auto last_rx_change = start;
+  Snapshot prev;
+  {
+    std::lock_guard lock(app.control_mutex);
+    prev = take_snapshot(app);
+  }
+  while (!g_stop.load(std::memory_order_relaxed)) {
+    std::this_thread::sleep_for(kControlTick);
+    const auto now = Clock::now();
+    if (now >= next_reclaim) {
+      std::lock_guard lock(app.control_mutex);
+      app.gateway->reclaim();
+      next_reclaim = now + kReclaimPeriod;
+    }
+    if (interval_ms != 0 && now >= next_stats) {
+      Snapshot cur;
+      {
+        std::lock_guard lock(app.control_mutex);
+        cur = take_snapshot(app);
+      }
+      spdlog::info("{}", interval_line(prev, cur));
+      prev = std::move(cur);
+      next_stats = now + std::chrono::milliseconds(interval_ms);
+    }
+    if (app.options.duration_s &&
+        now - start >= std::chrono::duration<double>(*app.options.duration_s)) {
+      spdlog::info("duration of {} s reached", *app.options.duration_s);
+      break;
+    }
+    if (app.options.until_idle_ms) {
+      rte_eth_stats hs{}, fs{};
+      rte_eth_stats_get(app.host.port_id, &hs);
+      rte_eth_stats_get(app.fabric.port_id, &fs);
+      const uint64_t rx = hs.ipackets + fs.ipackets;
+      if (rx != last_rx) {
+        last_rx = rx;
+        last_rx_change = now;
+      } else if (rx != 0 &&
+                 now - last_rx_change >= std::chrono::milliseconds(*app.options.until_idle_ms)) {
+        spdlog::info("both RX ports idle for {} ms after {} packets", *app.options.until_idle_ms,
+                     rx);
+        break;
+      }
+    }
+  }
+  if (g_stop.load(std::memory_order_relaxed)) spdlog::info("stop requested by signal");
+  g_stop.store(true, std::memory_order_relaxed);
+}
+
+void print_final(App& app) {
+  Snapshot s;
+  std::vector<dataplane::Gateway::PathStats> paths;
+  {
+    std::lock_guard lock(app.control_mutex);
+    s = take_snapshot(app);
+    paths = app.gateway->path_stats();
+  }
+  std::fputs(final_report(app, s, paths).c_str(), stdout);
+  std::fflush(stdout);
+  if (app.options.stats_json_path) {
+    std::ofstream f(*app.options.stats_json_path);
+    f << final_json(app, s, paths);
+    if (!f) spdlog::error("cannot write {}", *app.options.stats_json_path);
+  }
+}
+
+void tear_down(App& app) {
+  {
+    std::lock_guard lock(app.control_mutex);
+    app.running = false;
+  }
+  for (PortSetup* p : {&app.host, &app.fabric})
+    if (!p->name.empty()) stop_and_close(*p);
+  app.gateway.reset();  // after the ports: no mbuf from its header pool is left in a ring
+  app.pools.free_all();
+}
+
+int run(int argc, char** argv) {
+  SplitArgs split = split_args(argc, argv);
+  const std::string prog = argc > 0 ? argv[0] : "srv6gw";
+  bool eal_help = false;
+  if (!split.had_separator)
+    for (const auto& a : split.eal) eal_help |= a == "--help" || a == "-h";
+  auto parsed = parse_options(split.app);
+  if (auto* e = std::get_if<OptionsError>(&parsed)) {
+    if (!eal_help) {
+      std::cerr << "srv6gw: " << e->message << " (" << prog << " -- --help)\n";
+      return 2;
+    }
+  }
+  if (eal_help || std::get<Options>(parsed).help) {
+    std::cout << usage(prog);
+    return 0;
+  }
+
+  // Static storage on purpose: the EAL telemetry thread may still run a command while the
+  // process exits; it must find a live App whose `running` is false.
+  static App& app = *new App;
+  app.options = std::get<Options>(parsed);
+  setup_logging(app.options.log_level);
+
+  auto loaded = config::load_config_file(app.options.config_path);
+  if (auto* e = std::get_if<config::ConfigError>(&loaded)) {
+    std::cerr << "srv6gw: bad configuration " << app.options.config_path << ": "
+              << (e->path.empty() ? "" : e->path + ": ") << e->message << "\n";
+    return 1;
+  }
+  app.config = std::move(std::get<config::GatewayConfig>(loaded));
+  if (app.options.host_port) app.config.host_port.device = *app.options.host_port;
+  if (app.options.fabric_port) app.config.fabric_port.device = *app.options.fabric_port;
+  if (app.options.stats_interval_ms) app.config.stats_interval_ms = *app.options.stats_interval_ms;
+  if (app.config.host_port.device.empty() || app.config.fabric_port.device.empty()) {
+    std::cerr << "srv6gw: no " << (app.config.host_port.device.empty() ? "host" : "fabric")
+              << " port: set it in the configuration or with --"
+              << (app.config.host_port.device.empty() ? "host" : "fabric") << "-port\n";
+    return 1;
+  }
+
+  std::vector<std::string> eal_args = split.eal;
+  auto eal_argv = c_argv(eal_args);
+  int eal_rc = rte_eal_init(int(eal_args.size()), eal_argv.data());
+  if (eal_rc < 0) {
+    spdlog::error("EAL init failed: {}", rte_strerror(rte_errno));
+    return 1;
+  }
+  // EAL leaves what it did not parse behind argv[eal_rc] (its getopt permuted eal_argv).
+  if (size_t(eal_rc) + 1 < eal_args.size()) {
+    spdlog::error("unexpected argument '{}' before '--' (srv6gw options go after '--')",
+                  eal_argv[size_t(eal_rc) + 1]);
+    rte_eal_cleanup();
+    return 2;
+  }
+  install_signal_handlers();
+  if (int rc = rte_pdump_init(); rc != 0)
+    spdlog::warn("pdump init failed ({}): dpdk-dumpcap will not attach", rte_strerror(rte_errno));
+
+  spdlog::info("srv6gw starting: config {}, {} policies, {} steering rules, {} local SIDs",
+               app.options.config_path, app.config.policies.size(), app.config.steering.size(),
+               app.config.local_sids.size());
+  int rc = 0;
+  if (bring_up(app)) {
+    register_telemetry(app);
+    app.start_tsc = rte_rdtsc();
+    {
+      std::lock_guard lock(app.control_mutex);
+      app.running = true;
+    }
+    launch_workers(app);
+    control_loop(app);
+    rte_eal_mp_wait_lcore();
+    print_final(app);
+  } else {
+    rc = 1;
+  }
+  tear_down(app);
+  rte_pdump_uninit();
+  rte_eal_cleanup();
+  spdlog::info("srv6gw stopped");
+  return rc;
+}
+
+}  // namespace
+}  // namespace srv6gw::app
+
+int main(int argc, char** argv) {
+  return srv6gw::app::run(argc, argv);
+}

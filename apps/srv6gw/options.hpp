@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// srv6gw's own command line (everything after the EAL arguments and `--`). Parsed before
+// EAL init so that a typo or a bad config file fails fast, without touching hugepages.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace srv6gw::app {
+
+struct Options {
+  std::string config_path;                     // --config FILE (required)
+  std::optional<std::string> host_port;        // --host-port NAME|ID, overrides the config
+  std::optional<std::string> fabric_port;      // --fabric-port NAME|ID, overrides the config
+  std::optional<uint32_t> stats_interval_ms;   // --stats-interval MS (0 = no periodic line)
+  std::optional<double> duration_s;            // --duration S: stop after S seconds
+  std::optional<uint32_t> until_idle_ms;       // --until-idle MS: stop when RX went idle
+  std::string log_level = "info";              // --log-level trace|debug|info|warn|error
+  std::optional<std::string> stats_json_path;  // --stats-json FILE: final stats as JSON
+  bool help = false;
+};
+
+struct OptionsError {
+  std::string message;
+};
+
+// Parses the srv6gw options (argv excludes the program name).
+std::variant<Options, OptionsError> parse_options(const std::vector<std::string>& args);
+
+// The command line split at the first "--": EAL arguments (with argv[0]) and srv6gw's.
+struct SplitArgs {
+  std::vector<std::string> eal;
+  std::vector<std::string> app;
+  bool had_separator = false;
+};
+SplitArgs split_args(int argc, char** argv);
+
+std::string usage(const std::string& prog);
+
+}  // namespace srv6gw::app

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Statistics of the running gateway (control layer): per-worker counters summed by the main
+// lcore, per-port ethdev counters, the periodic testpmd-style line and the final report.
+#pragma once
+
+#include <rte_ethdev.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dataplane/counters.hpp"
+#include "dataplane/pipeline.hpp"
+#include "net/addr.hpp"
+
+namespace srv6gw::app {
+
+struct App;
+
+struct PortSnapshot {
+  std::string role, name;
+  uint16_t id = 0;
+  net::MacAddr mac;
+  rte_eth_stats eth{};
+};
+
+struct Snapshot {
+  uint64_t tsc = 0;
+  dataplane::WorkerCounters total;
+  std::vector<dataplane::WorkerCounters> workers;
+  PortSnapshot host, fabric;
+};
+
+// Adds every counter of `from` to `into`.
+void accumulate(dataplane::WorkerCounters& into, const dataplane::WorkerCounters& from);
+uint64_t total_drops(const dataplane::WorkerCounters& c);
+
+// Reads the workers' counters (racy reads of monotonic 64-bit values) and the ports' stats.
+Snapshot take_snapshot(App& app);
+
+// One line of rates between two snapshots, e.g.
+// "host rx 1.20 Mpps tx 1.20 Mpps | fabric rx ... | encap 1.20 M/s decap ... | 85 cycles/pkt".
+std::string interval_line(const Snapshot& prev, const Snapshot& cur);
+
+// The exit report: ports, workers, policies/paths, drops and statuses by name (non-zero).
+std::string final_report(const App& app, const Snapshot& s,
+                         const std::vector<dataplane::Gateway::PathStats>& paths);
+
+// The same figures as JSON (for scripts: --stats-json).
+std::string final_json(const App& app, const Snapshot& s,
+                       const std::vector<dataplane::Gateway::PathStats>& paths);
+
+}  // namespace srv6gw::app

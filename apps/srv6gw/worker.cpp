@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "worker.hpp"
+
+#include <rte_branch_prediction.h>
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
+
+#include "dataplane/pipeline.hpp"
+
+namespace srv6gw::app {
+
+std::atomic<bool> g_stop{false};
+
+namespace {
+
+using dataplane::kBurstSize;
+using dataplane::WorkerCounters;
+
+// Packets waiting for one TX queue. The pipeline writes its output straight behind the
+// packets already waiting; we flush as soon as a full burst is there, so with
+// count < kBurstSize before a burst of at most kBurstSize the array never overflows.
+struct TxBuffer {
+  uint16_t port = 0;
+  uint16_t queue = 0;
+  uint16_t count = 0;
+  rte_mbuf* pkts[2 * kBurstSize];
+};
+
+// Hands the waiting packets to the PMD. What it refuses is freed and counted as tx_full:
+// waiting for ring space would stall the other direction too.
+inline void flush(TxBuffer& b, uint64_t& tx_packets, uint64_t& tx_bytes, WorkerCounters& c) {
+  const uint16_t n = b.count;
+  if (n == 0) return;
+  b.count = 0;
+  uint64_t bytes = 0;
+  // Read lengths before TX: after rte_eth_tx_burst the mbufs belong to the driver (net_pcap
+  // frees them inside the call).
+  for (uint16_t i = 0; i < n; ++i) bytes += b.pkts[i]->pkt_len;
+  const uint16_t sent = rte_eth_tx_burst(b.port, b.queue, b.pkts, n);
+  if (unlikely(sent < n)) {
+    for (uint16_t i = sent; i < n; ++i) {
+      bytes -= b.pkts[i]->pkt_len;
+      rte_pktmbuf_free(b.pkts[i]);
+    }
+    c.drops[size_t(dataplane::DropReason::tx_full)] += n - sent;
+  }
+  tx_packets += sent;
+  tx_bytes += bytes;
+}
+
+}  // namespace
+
+int worker_main(void* arg) {
+  const WorkerArgs& a = *static_cast<const WorkerArgs*>(arg);
+  dataplane::WorkerContext& ctx = *a.context;
+  WorkerCounters& c = dataplane::counters(ctx);
+  rte_rcu_qsbr* qsbr = a.gateway->qsbr();
+  const unsigned reader = dataplane::worker_index(ctx);
+  const uint16_t q = a.queue;
+
+  TxBuffer to_fabric;
+  to_fabric.port = a.fabric_port;
+  to_fabric.queue = q;
+  TxBuffer to_host;
+  to_host.port = a.host_port;
+  to_host.queue = q;
+  rte_mbuf* rx[kBurstSize];
+
+  // Gateway::create registered reader ids 0..n-1; we only go online/offline (pipeline.hpp).
+  rte_rcu_qsbr_thread_online(qsbr, reader);
+
+  // busy_tsc: the pipeline adds the cycles spent inside process_*_burst; we add what the
+  // worker spends around it on bursts that carried packets (RX burst, TX), so that
+  // busy_tsc / packets is the whole per-packet cost, as testpmd's cycles/packet.
+  uint64_t last_drain = rte_rdtsc();
+  while (likely(!g_stop.load(std::memory_order_relaxed))) {
+    uint64_t t0 = rte_rdtsc();
+    const uint16_t n_host = rte_eth_rx_burst(a.host_port, q, rx, kBurstSize);
+    if (n_host != 0) {
+      c.busy_tsc += rte_rdtsc() - t0;
+      const uint16_t out =
+          dataplane::process_host_burst(ctx, rx, n_host, &to_fabric.pkts[to_fabric.count]);
+      to_fabric.count = uint16_t(to_fabric.count + out);
+      if (to_fabric.count >= kBurstSize) {
+        const uint64_t t1 = rte_rdtsc();
+        flush(to_fabric, c.tx_fabric, c.tx_fabric_bytes, c);
+        c.busy_tsc += rte_rdtsc() - t1;
+      }
+      t0 = rte_rdtsc();
+    }
+    const uint16_t n_fabric = rte_eth_rx_burst(a.fabric_port, q, rx, kBurstSize);
+    if (n_fabric != 0) {
+      c.busy_tsc += rte_rdtsc() - t0;
+      const uint16_t out =
+          dataplane::process_fabric_burst(ctx, rx, n_fabric, &to_host.pkts[to_host.count]);
+      to_host.count = uint16_t(to_host.count + out);
+      if (to_host.count >= kBurstSize) {
+        const uint64_t t1 = rte_rdtsc();
+        flush(to_host, c.tx_host, c.tx_host_bytes, c);
+        c.busy_tsc += rte_rdtsc() - t1;
+      }
+      t0 = rte_rdtsc();
+    }
+    // Partly filled buffers go out when both RX queues came back empty (nothing more to
+    // coalesce: lowest latency at low load) or when the drain period has passed.
+    if ((n_host | n_fabric) == 0 || t0 - last_drain >= a.drain_tsc) {
+      if (to_fabric.count | to_host.count) {
+        const uint64_t t1 = rte_rdtsc();
+        flush(to_fabric, c.tx_fabric, c.tx_fabric_bytes, c);
+        flush(to_host, c.tx_host, c.tx_host_bytes, c);
+        c.busy_tsc += rte_rdtsc() - t1;
+      }
+      last_drain = t0;
+    }
+    rte_rcu_qsbr_quiescent(qsbr, reader);
+  }
+
+  flush(to_fabric, c.tx_fabric, c.tx_fabric_bytes, c);
+  flush(to_host, c.tx_host, c.tx_host_bytes, c);
+  rte_rcu_qsbr_thread_offline(qsbr, reader);
+  return 0;
+}
+
+}  // namespace srv6gw::app

@@ -1,0 +1,180 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Helpers of the integration suite: where the gateway binary and the examples are, running
+# srv6gw with a unique EAL file prefix (and cleaning up after it), skipping with exit 77,
+# hugepage checks, tshark field extraction.
+import atexit
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+SRC = os.environ.get("SRV6GW_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("SRV6GW_BIN") or os.path.join(SRC, "build", "apps", "srv6gw", "srv6gw")
+EXAMPLES = os.path.join(SRC, "config", "examples")
+DEMO_JSON = os.path.join(EXAMPLES, "demo.json")
+DEMO_HOST_PCAP = os.path.join(EXAMPLES, "demo-host.pcap")
+DEMO_FABRIC_PCAP = os.path.join(EXAMPLES, "demo-fabric.pcap")
+
+_procs = []
+_prefixes = []
+
+
+def fail(msg):
+    print(f"FAIL: {msg}", flush=True)
+    sys.exit(1)
+
+
+def skip(reason):
+    print(f"SKIP: {reason}", flush=True)
+    sys.exit(SKIP)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def need_tools(*names):
+    for n in names:
+        if shutil.which(n) is None:
+            skip(f"{n} is not installed (tools/setup.sh installs it)")
+    if not os.access(BIN, os.X_OK):
+        fail(f"gateway binary {BIN} missing")
+
+
+def free_hugepages_mb():
+    """Free 2 MB hugepages in MB, 0 when hugetlbfs is not mounted."""
+    try:
+        with open("/proc/mounts") as f:
+            if not any(line.split()[2] == "hugetlbfs" for line in f if len(line.split()) > 2):
+                return 0
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        pages = int(info["HugePages_Free"].split()[0])
+        size_kb = int(info["Hugepagesize"].split()[0])
+        return pages * size_kb // 1024
+    except (OSError, KeyError, ValueError):
+        return 0
+
+
+def need_hugepages(mb):
+    if os.geteuid() != 0:
+        skip("needs root for hugepages (secondary DPDK processes attach through them)")
+    free = free_hugepages_mb()
+    if free < mb:
+        skip(f"needs {mb} MB of free hugepages, {free} MB free (tools/setup.sh reserves them)")
+
+
+def runtime_dir(prefix):
+    base = os.environ.get("RUNTIME_DIRECTORY") or ("/var/run" if os.geteuid() == 0 else
+                                                  os.environ.get("XDG_RUNTIME_DIR", "/tmp"))
+    return os.path.join(base, "dpdk", prefix)
+
+
+def _cleanup_prefix(prefix):
+    shutil.rmtree(runtime_dir(prefix), ignore_errors=True)
+    for f in glob.glob(f"/dev/hugepages/{prefix}map_*"):
+        try:
+            os.unlink(f)
+        except OSError:
+            pass
+
+
+def unique_prefix(name):
+    prefix = f"srv6gw_it_{name}_{os.getpid()}"
+    _prefixes.append(prefix)
+    _cleanup_prefix(prefix)
+    return prefix
+
+
+def _cleanup():
+    for p in _procs:
+        if p.poll() is None:
+            p.kill()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+    for prefix in _prefixes:
+        _cleanup_prefix(prefix)
+
+
+atexit.register(_cleanup)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+
+
+def workdir(name):
+    d = tempfile.mkdtemp(prefix=f"srv6gw-it-{name}-")
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
+def eal_args(prefix, vdevs, hugepages=False, mem_mb=512):
+    args = ["-l", "0-1", "--no-pci", "--file-prefix", prefix, "--log-level", "lib.eal:warning"]
+    if hugepages:
+        args += ["-m", str(mem_mb)]
+    else:
+        # --no-huge implies legacy memory, which --in-memory refuses: a unique file prefix
+        # keeps concurrent runs apart instead.
+        args += ["--no-huge", "-m", str(mem_mb)]
+    for v in vdevs:
+        args += ["--vdev", v]
+    return args
+
+
+def start(eal, app, stdout=subprocess.PIPE, stderr=subprocess.PIPE):
+    cmd = [BIN] + eal + ["--"] + app
+    print("+ " + " ".join(cmd), flush=True)
+    p = subprocess.Popen(cmd, stdout=stdout, stderr=stderr, text=True)
+    _procs.append(p)
+    return p
+
+
+def run(eal, app, timeout=60):
+    p = start(eal, app)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        print(out, err)
+        fail(f"gateway did not exit within {timeout} s")
+    return p.returncode, out, err
+
+
+def wait_for_file(path, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(path):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def telemetry_socket(prefix):
+    return os.path.join(runtime_dir(prefix), "dpdk_telemetry.v2")
+
+
+def tshark_fields(pcap, fields, display_filter=None):
+    """One list of field values per frame (multi-valued fields joined by ',')."""
+    cmd = ["tshark", "-r", pcap, "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,"]
+    if display_filter:
+        cmd += ["-Y", display_filter]
+    for f in fields:
+        cmd += ["-e", f]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if res.returncode != 0:
+        fail(f"tshark failed on {pcap}: {res.stderr}")
+    rows = []
+    for line in res.stdout.splitlines():
+        rows.append(line.split("\t"))
+    return rows
+
+
+def pcap_count(pcap):
+    return len(tshark_fields(pcap, ["frame.number"]))

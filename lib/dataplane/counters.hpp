@@ -15,15 +15,15 @@ namespace srv6gw::dataplane {
 // Reasons a packet is dropped by the data plane itself (parse/decap reasons are counted in
 // their own arrays below).
 enum class DropReason : uint8_t {
-  steering_miss,     // RoCEv2 with no steering match and the miss action is drop
-  non_roce_dropped,  // non-RoCE host traffic and the configured action is drop
-  non_sid_dropped,   // fabric traffic not for one of our SIDs and the action is drop
-  malformed,         // parser said the packet is broken (reason in parse_status)
-  decap_refused,     // decap said no (reason in decap_status)
-  no_usable_path,    // every segment list of the policy has effective weight 0
-  no_headroom,       // could not prepend the encap header (and no chained segment possible)
+  steering_miss,        // RoCEv2 with no steering match and the miss action is drop
+  non_roce_dropped,     // non-RoCE host traffic and the configured action is drop
+  non_sid_dropped,      // fabric traffic not for one of our SIDs and the action is drop
+  malformed,            // parser said the packet is broken (reason in parse_status)
+  decap_refused,        // decap said no (reason in decap_status)
+  no_usable_path,       // every segment list of the policy has effective weight 0
+  no_headroom,          // could not prepend the encap header (and no chained segment possible)
   header_alloc_failed,  // chained header mbuf could not be allocated
-  tx_full,           // the TX queue refused the packet
+  tx_full,              // the TX queue refused the packet
   count_
 };
 const char* to_string(DropReason r);

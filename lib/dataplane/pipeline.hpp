@@ -2,9 +2,18 @@
 // The contract between the gateway's state (policies, steering, local SIDs, published
 // lock-free under RCU QSBR) and the worker loop that moves mbufs between the two ports.
 //
-// Control side (main lcore): Gateway::create(), apply(), reclaim(), counters.
-// Worker side (one lcore per queue): process_host_burst() / process_fabric_burst() on the
-// burst just received, then quiescent() once per loop iteration.
+// Control side (main lcore): Gateway::create(), apply(), reclaim(), counters. The control
+// methods of one Gateway may be called from several control threads (the Runtime underneath
+// serialises them with a mutex); never from a worker.
+// Worker side (one lcore per queue), RCU QSBR protocol:
+//   create() registers reader ids 0..n_workers-1 on qsbr() (registering again is harmless).
+//   The worker with context worker(i) calls, with i = worker_index(ctx):
+//     rte_rcu_qsbr_thread_online(qsbr, i)   once before its first burst (or worker_online),
+//     process_host_burst() / process_fabric_burst() on each burst received,
+//     rte_rcu_qsbr_quiescent(qsbr, i)       once per loop iteration (or worker_quiescent),
+//     rte_rcu_qsbr_thread_offline(qsbr, i)  when it stops (or worker_offline).
+//   A worker must not keep any pointer obtained inside a process_* call across a quiescent
+//   report. An offline or never-started worker does not hold back reclamation.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +29,10 @@ struct rte_mbuf;
 struct rte_mempool;
 struct rte_rcu_qsbr;
 
+namespace srv6gw::policy {
+class Runtime;
+}
+
 namespace srv6gw::dataplane {
 
 inline constexpr uint16_t kBurstSize = 32;
@@ -29,10 +42,17 @@ inline constexpr uint16_t kBurstSize = 32;
 struct WorkerContext;
 
 struct PortEnv {
-  net::MacAddr host_port_mac;    // our own MAC on the host port (source of frames to the host)
-  net::MacAddr fabric_port_mac;  // our own MAC on the fabric port
+  net::MacAddr host_port_mac;       // our own MAC on the host port (source of frames to the host)
+  net::MacAddr fabric_port_mac;     // our own MAC on the fabric port
   bool fabric_multiseg_tx = false;  // fabric port accepts chained mbufs (header segment)
 };
+
+// Encapsulation needs 14 + 40 + 8 + 16 * max_sids bytes in front of the inner IP packet.
+// When an mbuf's headroom is smaller (128 B + the 14 B of the stripped L2 header hold up to
+// 5 full SIDs with an SRH), the pipeline chains a header mbuf from `header_pool` (data room
+// >= kHeaderSegmentRoom) if the fabric port supports multi-segment TX; otherwise the packet
+// is dropped (no_headroom).
+inline constexpr unsigned kHeaderSegmentRoom = 14 + 40 + 8 + 16 * 16;  // 318
 
 class Gateway {
  public:
@@ -69,6 +89,16 @@ class Gateway {
     uint64_t packets = 0, bytes = 0;
   };
   virtual std::vector<PathStats> path_stats() const = 0;
+
+  // Local SR engine: publishes a copy of `policy` whose segment lists (configuration order)
+  // carry the given factors (each in [0, 64]; effective weight = weight x factor, 0 takes
+  // the list out, backups take over when no primary is left). Never patches in place.
+  // Factors survive apply() for segment lists that keep their name.
+  virtual std::optional<config::ConfigError> set_path_factors(
+      const std::string& policy, const std::vector<double>& factors) = 0;
+
+  // The published state (tests, the engine): policies by slot, table sizes.
+  virtual const policy::Runtime& runtime() const = 0;
 };
 
 // Worker API. `pkts` is the burst received on one port. Packets to transmit on the other port
@@ -81,5 +111,10 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
 WorkerCounters& counters(WorkerContext& w);
 // Worker index as registered with the QSBR variable.
 unsigned worker_index(const WorkerContext& w);
+
+// QSBR reporting for worker(i) (see the protocol at the top of this file).
+void worker_online(WorkerContext& w);
+void worker_quiescent(WorkerContext& w);
+void worker_offline(WorkerContext& w);
 
 }  // namespace srv6gw::dataplane

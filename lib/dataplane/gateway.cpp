@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Gateway: owns the RCU QSBR variable, the published state (policy::Runtime) and the
+// per-worker contexts. Control side only.
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_malloc.h>
+#include <rte_rcu_qsbr.h>
+
+#include <mutex>
+
+#include "dataplane/pipeline.hpp"
+#include "dataplane/worker_context.hpp"
+#include "policy/runtime.hpp"
+
+namespace srv6gw::dataplane {
+
+namespace {
+
+class GatewayImpl final : public Gateway {
+ public:
+  ~GatewayImpl() override {
+    // The Runtime's tables hold RCU defer queues on qsbr_: free them first.
+    runtime_.reset();
+    workers_.clear();
+    rte_free(qsbr_);
+  }
+
+  bool init(const config::GatewayConfig& cfg, unsigned n_workers, const PortEnv& env,
+            rte_mempool* header_pool, config::ConfigError& error) {
+    const size_t size = rte_rcu_qsbr_get_memsize(n_workers);
+    qsbr_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc("srv6gw_qsbr", size, RTE_CACHE_LINE_SIZE));
+    if (!qsbr_ || rte_rcu_qsbr_init(qsbr_, n_workers) != 0) {
+      error = {"/srv6gw:gateway/ports/queues", "cannot allocate the RCU QSBR variable"};
+      return false;
+    }
+    for (unsigned i = 0; i < n_workers; ++i) rte_rcu_qsbr_thread_register(qsbr_, i);
+    runtime_ = policy::Runtime::create(cfg, qsbr_, rte_get_tsc_hz(), SOCKET_ID_ANY, error);
+    if (!runtime_) return false;
+    for (unsigned i = 0; i < n_workers; ++i) {
+      auto w = std::make_unique<WorkerContext>(runtime_->slot_capacity());
+      w->runtime = runtime_.get();
+      w->qsbr = qsbr_;
+      w->index = i;
+      w->header_pool = header_pool;
+      w->multiseg_tx = env.fabric_multiseg_tx;
+      w->host_port_mac = env.host_port_mac;
+      w->fabric_port_mac = env.fabric_port_mac;
+      workers_.push_back(std::move(w));
+    }
+    layouts_.resize(runtime_->slot_capacity());
+    baselines_.resize(runtime_->slot_capacity());
+    refresh_layouts();
+    return true;
+  }
+
+  std::optional<config::ConfigError> apply(const config::GatewayConfig& cfg) override {
+    auto e = runtime_->apply(cfg);
+    if (!e) {
+      std::lock_guard lock(stats_mutex_);
+      refresh_layouts();
+    }
+    return e;
+  }
+
+  std::optional<config::ConfigError> set_path_factors(const std::string& policy,
+                                                      const std::vector<double>& factors) override {
+    return runtime_->set_path_factors(policy, factors);
+  }
+
+  void reclaim() override { runtime_->reclaim(); }
+  rte_rcu_qsbr* qsbr() override { return qsbr_; }
+  unsigned worker_count() const override { return unsigned(workers_.size()); }
+  WorkerContext* worker(unsigned index) override {
+    return index < workers_.size() ? workers_[index].get() : nullptr;
+  }
+  const WorkerCounters& worker_counters(unsigned index) const override {
+    return workers_.at(index)->counters;
+  }
+  const config::GatewayConfig& running_config() const override {
+    return runtime_->running_config();
+  }
+  const policy::Runtime& runtime() const override { return *runtime_; }
+
+  std::vector<PathStats> path_stats() const override {
+    std::lock_guard lock(stats_mutex_);
+    std::vector<PathStats> out;
+    for (const policy::Runtime::PolicyInfo& pi : runtime_->policies()) {
+      const policy::CompiledPolicy& p = *pi.policy;
+      for (size_t i = 0; i < p.paths.size(); ++i) {
+        const policy::CompiledPath& path = p.paths[i];
+        PathStats st;
+        st.policy = p.name;
+        st.segment_list = path.name;
+        st.path_id = path.path_id;
+        st.weight_configured = path.weight;
+        st.factor = path.factor();
+        const PathCounter sum = summed(pi.slot, i);
+        const PathCounter& base = baselines_[pi.slot][i];
+        st.packets = sum.packets - base.packets;
+        st.bytes = sum.bytes - base.bytes;
+        out.push_back(std::move(st));
+      }
+    }
+    return out;
+  }
+
+ private:
+  PathCounter summed(uint32_t slot, size_t path) const {
+    PathCounter sum;
+    for (const auto& w : workers_) {
+      const PathCounter& c = w->path_counters[size_t(slot) * policy::kMaxPaths + path];
+      sum.packets += c.packets;
+      sum.bytes += c.bytes;
+    }
+    return sum;
+  }
+
+  // Path counters are indexed by (slot, path index). When a slot's policy name or its
+  // segment-list names change (slot reused, lists reordered), the counts so far belong to
+  // the old layout: remember them as the baseline so the new layout starts from zero.
+  void refresh_layouts() {
+    for (const policy::Runtime::PolicyInfo& pi : runtime_->policies()) {
+      SlotLayout layout;
+      layout.policy = pi.policy->name;
+      for (const policy::CompiledPath& path : pi.policy->paths) layout.paths.push_back(path.name);
+      if (layout == layouts_[pi.slot]) continue;
+      for (size_t i = 0; i < policy::kMaxPaths; ++i) baselines_[pi.slot][i] = summed(pi.slot, i);
+      layouts_[pi.slot] = std::move(layout);
+    }
+  }
+
+  struct SlotLayout {
+    std::string policy;
+    std::vector<std::string> paths;
+    friend bool operator==(const SlotLayout&, const SlotLayout&) = default;
+  };
+
+  rte_rcu_qsbr* qsbr_ = nullptr;
+  std::unique_ptr<policy::Runtime> runtime_;
+  std::vector<std::unique_ptr<WorkerContext>> workers_;
+  mutable std::mutex stats_mutex_;  // layouts_ and baselines_ (control threads)
+  std::vector<SlotLayout> layouts_;
+  std::vector<std::array<PathCounter, policy::kMaxPaths>> baselines_;
+};
+
+}  // namespace
+
+std::unique_ptr<Gateway> Gateway::create(const config::GatewayConfig& cfg, unsigned n_workers,
+                                         const PortEnv& env, rte_mempool* header_pool,
+                                         config::ConfigError& error) {
+  if (n_workers == 0 || n_workers > RTE_MAX_LCORE) {
+    error = {"/srv6gw:gateway/ports/queues", "need between 1 and RTE_MAX_LCORE workers"};
+    return nullptr;
+  }
+  auto gw = std::make_unique<GatewayImpl>();
+  if (!gw->init(cfg, n_workers, env, header_pool, error)) return nullptr;
+  return gw;
+}
+
+}  // namespace srv6gw::dataplane

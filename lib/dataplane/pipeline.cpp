@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The per-burst packet pipeline (host -> fabric encapsulation, fabric -> host
+// decapsulation) and the Gateway object that owns the published state and the workers.
+#include "dataplane/pipeline.hpp"
+
+#include <rte_branch_prediction.h>
+#include <rte_cycles.h>
+#include <rte_ether.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+#include <rte_rcu_qsbr.h>
+
+#include <cstring>
+
+#include "dataplane/mbuf_span.hpp"
+#include "dataplane/worker_context.hpp"
+#include "net/bytes.hpp"
+#include "net/parse.hpp"
+#include "policy/runtime.hpp"
+#include "policy/selection.hpp"
+#include "policy/steering.hpp"
+#include "srv6/decap.hpp"
+#include "srv6/encap.hpp"
+
+namespace srv6gw::dataplane {
+
+namespace {
+
+constexpr unsigned kPrefetchAhead = 4;
+constexpr unsigned kEthLen = 14;
+
+// Parser outcomes that are not RoCEv2 but legitimate host traffic: they take the non-RoCE
+// action (pass by default: a bump in the wire must not break the host). Everything else
+// that is not ok is a broken frame and is dropped as malformed.
+constexpr bool is_pass_through(net::ParseStatus s) {
+  switch (s) {
+    case net::ParseStatus::not_ip:
+    case net::ParseStatus::not_udp:
+    case net::ParseStatus::not_roce:
+    case net::ParseStatus::fragment:        // RoCEv2 is never fragmented
+    case net::ParseStatus::too_many_vlans:  // deeper tag stacks than we classify
+    case net::ParseStatus::ext_chain_too_long:
+      return true;
+    default:
+      return false;
+  }
+}
+
+inline void drop(WorkerCounters& c, rte_mbuf* m, DropReason r) {
+  ++c.drops[size_t(r)];
+  rte_pktmbuf_free(m);
+}
+
+inline void write_eth(uint8_t* p, const uint8_t* dst, const uint8_t* src, uint16_t ethertype) {
+  std::memcpy(p, dst, 6);
+  std::memcpy(p + 6, src, 6);
+  net::store_be16(p + 12, ethertype);
+}
+
+// Encapsulates one classified RoCEv2 packet. Returns the mbuf to send (the same one, or a
+// header segment chained in front of it) or null when the packet was dropped or counted as
+// a miss that the caller passes (then `*passed` is set and m is unchanged).
+inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf* m,
+                           const net::PacketInfo& info, uint64_t now, bool* passed) {
+  WorkerCounters& c = w.counters;
+  const uint32_t slot = policy::steer(view.steering, info);
+  const policy::CompiledPolicy* p =
+      likely(slot != policy::kNoSlot) ? w.runtime->policy(slot) : nullptr;
+  if (unlikely(p == nullptr)) {
+    if (view.settings.steering_miss == config::MissAction::pass) {
+      *passed = true;
+      return nullptr;
+    }
+    drop(c, m, DropReason::steering_miss);
+    return nullptr;
+  }
+  const uint32_t hash = policy::flow_hash(info.src, info.dst, info.bth.dest_qp);
+  const uint8_t idx = policy::select_path(*p, slot, hash, info.bth.opcode, now, w.selector);
+  if (unlikely(idx == policy::kNoPath)) {
+    drop(c, m, DropReason::no_usable_path);
+    return nullptr;
+  }
+  const policy::CompiledPath& path = p->paths[idx];
+  const srv6::EncapTemplate& t = path.encap;
+
+  uint8_t macs[12];
+  std::memcpy(macs, rte_pktmbuf_mtod(m, const uint8_t*), sizeof macs);
+
+  // Ethernet padding after the IP packet would end up inside the outer payload: cut it.
+  const uint32_t ip_end = uint32_t(info.l3_offset) + info.l3_len;
+  if (unlikely(m->pkt_len > ip_end)) rte_pktmbuf_trim(m, uint16_t(m->pkt_len - ip_end));
+  rte_pktmbuf_adj(m, info.l3_offset);
+
+  const uint16_t hdr_len = uint16_t(kEthLen + t.size);
+  uint8_t* hdr;
+  rte_mbuf* head = m;
+  if (likely(rte_pktmbuf_headroom(m) >= hdr_len)) {
+    hdr = rte_pktmbuf_mtod(m, uint8_t*) - hdr_len;
+    rte_pktmbuf_prepend(m, hdr_len);
+  } else if (w.multiseg_tx && w.header_pool) {
+    rte_mbuf* h = rte_pktmbuf_alloc(w.header_pool);
+    if (unlikely(!h)) {
+      drop(c, m, DropReason::header_alloc_failed);
+      return nullptr;
+    }
+    hdr = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(h, hdr_len));
+    if (unlikely(!hdr || rte_pktmbuf_chain(h, m) != 0)) {
+      rte_pktmbuf_free_seg(h);
+      drop(c, m, DropReason::no_headroom);
+      return nullptr;
+    }
+    h->port = m->port;
+    head = h;
+    ++c.chained_header;
+  } else {
+    drop(c, m, DropReason::no_headroom);
+    return nullptr;
+  }
+
+  const policy::Settings& s = view.settings;
+  const uint8_t* dst_mac = macs;
+  const uint8_t* src_mac = macs + 6;
+  if (!s.transparent_mac) {
+    if (s.has_fabric_nexthop_mac) dst_mac = s.fabric_nexthop_mac.bytes.data();
+    src_mac = w.fabric_port_mac.bytes.data();
+  }
+  write_eth(hdr, dst_mac, src_mac, net::kEthTypeIpv6);
+  srv6::EncapFields f;
+  f.inner_len = info.l3_len;
+  f.inner_proto = info.family == net::Family::ipv4 ? net::kProtoIpv4 : net::kProtoIpv6;
+  f.traffic_class = uint8_t(info.dscp << 2 | info.ecn);
+  f.flow_label = net::outer_flow_label(info);
+  f.tag = path.path_id;
+  srv6::write_encap(t, hdr + kEthLen, f);
+
+  ++c.encap;
+  PathCounter& pc = w.path_counters[size_t(slot) * policy::kMaxPaths + idx];
+  ++pc.packets;
+  pc.bytes += head->pkt_len;
+  return head;
+}
+
+}  // namespace
+
+uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_mbuf** out) {
+  const uint64_t start = rte_rdtsc();
+  const uint64_t now = w.fixed_tsc ? w.fixed_tsc : start;
+  WorkerCounters& c = w.counters;
+  const policy::View& view = *w.runtime->view();
+  uint16_t n_out = 0;
+  ++c.bursts;
+  for (unsigned i = 0; i < kPrefetchAhead && i < n; ++i)
+    rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
+  for (uint16_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
+    rte_mbuf* m = pkts[i];
+    ++c.rx_host;
+    c.rx_host_bytes += m->pkt_len;
+    net::PacketInfo info;
+    const net::ParseStatus st = net::parse_frame(first_segment(m), info);
+    ++c.parse_status[size_t(st)];
+    if (likely(st == net::ParseStatus::ok)) {
+      if (unlikely(info.is_cnp)) ++c.cnp_seen;
+      bool passed = false;
+      rte_mbuf* res = encap_one(w, view, m, info, now, &passed);
+      if (likely(res != nullptr)) {
+        out[n_out++] = res;
+      } else if (passed) {
+        ++c.passed_host_to_fabric;
+        out[n_out++] = m;
+      }
+    } else if (is_pass_through(st)) {
+      if (view.settings.non_roce == config::MissAction::pass) {
+        ++c.passed_host_to_fabric;
+        out[n_out++] = m;
+      } else {
+        drop(c, m, DropReason::non_roce_dropped);
+      }
+    } else {
+      drop(c, m, DropReason::malformed);
+    }
+  }
+  c.busy_tsc += rte_rdtsc() - start;
+  return n_out;
+}
+
+uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_mbuf** out) {
+  const uint64_t start = rte_rdtsc();
+  WorkerCounters& c = w.counters;
+  const policy::View& view = *w.runtime->view();
+  const policy::Settings& s = view.settings;
+  const policy::LocalSidTable& sids = *view.local_sids;
+  uint16_t n_out = 0;
+  ++c.bursts;
+  for (unsigned i = 0; i < kPrefetchAhead && i < n; ++i)
+    rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
+  for (uint16_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
+    rte_mbuf* m = pkts[i];
+    ++c.rx_fabric;
+    c.rx_fabric_bytes += m->pkt_len;
+    uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
+    const uint16_t len = m->data_len;
+
+    // L2: Ethernet and up to two VLAN tags.
+    if (unlikely(len < kEthLen)) {
+      ++c.parse_status[size_t(net::ParseStatus::truncated_eth)];
+      drop(c, m, DropReason::malformed);
+      continue;
+    }
+    uint16_t ethertype = net::load_be16(d + 12);
+    uint16_t off = kEthLen;
+    bool truncated = false;
+    for (unsigned v = 0; v < net::kMaxVlanTags &&
+                         (ethertype == net::kEthTypeVlan || ethertype == net::kEthTypeQinQ);
+         ++v) {
+      if (unlikely(len < off + 4)) {
+        truncated = true;
+        break;
+      }
+      ethertype = net::load_be16(d + off + 2);
+      off += 4;
+    }
+    if (unlikely(truncated)) {
+      ++c.parse_status[size_t(net::ParseStatus::truncated_vlan)];
+      drop(c, m, DropReason::malformed);
+      continue;
+    }
+    const policy::LocalSidTable::Entry* sid = nullptr;
+    if (ethertype == net::kEthTypeIpv6 && len >= off + srv6::kIpv6HeaderLen && !sids.empty())
+      sid = sids.find(d + off + 24);
+    if (!sid) {
+      if (s.fabric_non_sid == config::MissAction::pass) {
+        ++c.passed_fabric_to_host;
+        out[n_out++] = m;
+      } else {
+        drop(c, m, DropReason::non_sid_dropped);
+      }
+      continue;
+    }
+
+    srv6::DecapResult r;
+    const srv6::DecapStatus ds =
+        srv6::decap(std::span<uint8_t>(d + off, len - off), sid->behavior, r);
+    ++c.decap_status[size_t(ds)];
+    if (unlikely(ds != srv6::DecapStatus::ok)) {
+      drop(c, m, DropReason::decap_refused);
+      continue;
+    }
+    // Feedback taps for the local SR engine.
+    if (r.outer_ecn == 3) ++c.outer_ce_seen;
+    if (r.inner_marked_ce) ++c.inner_ce_marked;
+    {
+      net::PacketInfo inner;
+      const std::span<const uint8_t> ip(d + off + r.inner_offset, r.inner_len);
+      if (net::parse_ip(ip, r.inner_family, inner) == net::ParseStatus::ok && inner.is_cnp)
+        ++c.cnp_seen;
+    }
+
+    uint8_t macs[12];
+    std::memcpy(macs, d, sizeof macs);
+    rte_pktmbuf_adj(m, uint16_t(off + r.inner_offset));
+    if (m->pkt_len > r.inner_len) rte_pktmbuf_trim(m, uint16_t(m->pkt_len - r.inner_len));
+    uint8_t* eth = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, kEthLen));
+    const uint8_t* dst_mac = macs;
+    const uint8_t* src_mac = macs + 6;
+    if (!s.transparent_mac) {
+      if (s.has_host_mac) dst_mac = s.host_mac.bytes.data();
+      src_mac = w.host_port_mac.bytes.data();
+    }
+    write_eth(eth, dst_mac, src_mac,
+              r.inner_family == net::Family::ipv4 ? net::kEthTypeIpv4 : net::kEthTypeIpv6);
+    ++c.decap;
+    out[n_out++] = m;
+  }
+  c.busy_tsc += rte_rdtsc() - start;
+  return n_out;
+}
+
+WorkerCounters& counters(WorkerContext& w) {
+  return w.counters;
+}
+unsigned worker_index(const WorkerContext& w) {
+  return w.index;
+}
+void worker_online(WorkerContext& w) {
+  rte_rcu_qsbr_thread_online(w.qsbr, w.index);
+}
+void worker_quiescent(WorkerContext& w) {
+  rte_rcu_qsbr_quiescent(w.qsbr, w.index);
+}
+void worker_offline(WorkerContext& w) {
+  rte_rcu_qsbr_thread_offline(w.qsbr, w.index);
+}
+
+}  // namespace srv6gw::dataplane

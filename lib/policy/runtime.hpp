@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The gateway's published forwarding state and the control-side code that changes it.
+//
+// Readers (worker lcores, hot path), per burst: view() once (load-acquire of an immutable
+// View: settings, steering flags and immutable tables, local SIDs), then per packet
+// steer() -> policy(slot) (load-acquire of an immutable CompiledPolicy). They never write.
+//
+// Writer (one control thread at a time; the public control methods take an internal mutex):
+// builds new immutable objects, publishes them with release-stores, updates the rte_hash
+// (RW_CONCURRENCY_LF) and rte_lpm in place, and retires what it replaced. Retired objects
+// are freed by reclaim() once every worker has reported a quiescent state (RCU QSBR) after
+// the retirement; the rte_hash and rte_lpm reclaim their own entries through RCU defer
+// queues on the same QSBR variable.
+#pragma once
+
+#include <rte_hash.h>
+#include <rte_lpm.h>
+#include <rte_rcu_qsbr.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/model.hpp"
+#include "policy/compiled_policy.hpp"
+#include "policy/steering.hpp"
+#include "srv6/decap.hpp"
+
+namespace srv6gw::policy {
+
+// Configuration values the data plane reads per packet, published as one immutable object.
+struct Settings {
+  bool transparent_mac = false;
+  bool has_fabric_nexthop_mac = false;
+  net::MacAddr fabric_nexthop_mac;
+  bool has_host_mac = false;
+  net::MacAddr host_mac;
+  config::MissAction steering_miss = config::MissAction::pass;
+  config::MissAction non_roce = config::MissAction::pass;
+  config::MissAction fabric_non_sid = config::MissAction::pass;
+};
+
+// Our local SIDs: a sorted array of 16-byte keys, binary searched (a handful of entries).
+class LocalSidTable {
+ public:
+  struct Entry {
+    net::Ipv6Addr sid;
+    srv6::LocalSidBehavior behavior;
+  };
+  explicit LocalSidTable(std::vector<Entry> entries);
+  bool empty() const { return entries_.empty(); }
+  size_t size() const { return entries_.size(); }
+  const Entry* find(const uint8_t* addr16) const {
+    size_t lo = 0, hi = entries_.size();
+    while (lo < hi) {
+      const size_t mid = (lo + hi) / 2;
+      const int c = std::memcmp(entries_[mid].sid.bytes.data(), addr16, 16);
+      if (c == 0) return &entries_[mid];
+      if (c < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return nullptr;
+  }
+
+ private:
+  std::vector<Entry> entries_;
+};
+
+// Immutable snapshot read by workers once per burst.
+struct View {
+  uint64_t generation = 0;
+  Settings settings;
+  SteeringView steering;
+  const LocalSidTable* local_sids = nullptr;  // never null
+  // Owners of the immutable parts (shared between consecutive views when unchanged).
+  std::shared_ptr<const QpRangeTable> qp_ranges_owner;
+  std::shared_ptr<const PrefixTable> prefix6_owner, dscp_prefix4_owner, dscp_prefix6_owner;
+  std::shared_ptr<const LocalSidTable> local_sids_owner;
+};
+
+class Runtime {
+ public:
+  // Creates the tables sized by cfg.capacities on `socket_id`, attaches the rte_hash and
+  // rte_lpm to `qsbr` (which must outlive the Runtime) and applies cfg. `tsc_hz` converts
+  // flowlet gaps (0 = one tick per microsecond, for tests). Null + error on failure.
+  static std::unique_ptr<Runtime> create(const config::GatewayConfig& cfg, rte_rcu_qsbr* qsbr,
+                                         uint64_t tsc_hz, int socket_id,
+                                         config::ConfigError& error);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // ---- control side ----
+
+  // Validates (config::validate plus the compiler's own checks) and publishes cfg; all or
+  // nothing. Unchanged policies keep their compiled objects (and so their per-worker
+  // selection state); changed ones are rebuilt, carrying engine factors over by
+  // segment-list name. Capacities are fixed at create() and cannot change here.
+  std::optional<config::ConfigError> apply(const config::GatewayConfig& cfg);
+
+  // Local SR engine: publishes a copy of `policy` with new per-segment-list factors (config
+  // order). Never patches the running object.
+  std::optional<config::ConfigError> set_path_factors(std::string_view policy,
+                                                      std::span<const double> factors);
+
+  // Frees retired objects whose grace period has passed. Never waits.
+  void reclaim();
+  // Retired objects not yet freed (tests, stats).
+  size_t retired_pending() const;
+
+  // The configuration in force. Control thread only; valid until the next apply().
+  const config::GatewayConfig& running_config() const { return running_; }
+
+  struct PolicyInfo {
+    uint32_t slot;
+    const CompiledPolicy* policy;  // valid until the next apply/set_path_factors + reclaim
+  };
+  // Control thread: every installed policy in configuration order.
+  std::vector<PolicyInfo> policies() const;
+  std::optional<uint32_t> slot_of(std::string_view policy) const;
+
+  struct TableStats {
+    uint32_t exact_entries = 0, dst_any_entries = 0, lpm4_rules = 0, prefix6_rules = 0,
+             dscp_prefix_rules = 0, qp_ranges = 0, local_sids = 0;
+  };
+  TableStats table_stats() const;
+
+  // ---- worker side (hot path) ----
+  const View* view() const { return view_.load(std::memory_order_acquire); }
+  const CompiledPolicy* policy(uint32_t slot) const {
+    return slots_[slot].load(std::memory_order_acquire);
+  }
+  uint32_t slot_capacity() const { return slot_capacity_; }
+  rte_rcu_qsbr* qsbr() const { return qsbr_; }
+
+ private:
+  Runtime() = default;
+
+  struct ExactEntry {
+    ExactKey key;
+    uint32_t slot;
+  };
+  struct Lpm4Entry {
+    uint32_t ip;  // host order, masked
+    uint8_t depth;
+    uint32_t slot;
+  };
+
+  std::optional<config::ConfigError> apply_locked(const config::GatewayConfig& cfg);
+  void retire(std::function<void()> free_fn);
+
+  // Writer: control thread under mutex_. Readers: workers (view_, slots_, exact_, lpm4_).
+  mutable std::mutex mutex_;
+  rte_rcu_qsbr* qsbr_ = nullptr;
+  uint64_t tsc_hz_ = 0;
+  int socket_id_ = 0;
+  uint32_t slot_capacity_ = 0;
+  std::unique_ptr<std::atomic<const CompiledPolicy*>[]> slots_;
+  std::atomic<const View*> view_{nullptr};
+  rte_hash* exact_ = nullptr;
+  rte_lpm* lpm4_ = nullptr;
+
+  // Control-thread-only state below.
+  bool has_config_ = false;
+  config::GatewayConfig running_;
+  CompileEnv env_;
+  uint64_t next_generation_ = 1;
+  std::map<std::string, uint32_t, std::less<>> slot_by_name_;
+  std::vector<uint32_t> free_slots_;         // usable now
+  std::vector<ExactEntry> installed_exact_;  // sorted by key bytes
+  std::vector<Lpm4Entry> installed_lpm4_;    // sorted by (ip, depth)
+  struct Retired {
+    uint64_t token;
+    std::function<void()> free_fn;
+  };
+  std::deque<Retired> retired_;
+};
+
+}  // namespace srv6gw::policy

@@ -1,0 +1,531 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The packet pipeline on real mbufs from an rte_pktmbuf pool (no ports): encapsulation of
+// RoCEv2 over IPv4/IPv6 with VLANs, 1..16 SIDs in every encap mode (in place, and with a
+// chained header segment when the headroom is short), pass-through, drops by reason,
+// decapsulation for End.DX4/DX6/DT46 with RFC 6040, path counters, and no mbuf leaks.
+#include <gtest/gtest.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include <cstdio>
+#include <string>
+
+#include "dataplane/mbuf_span.hpp"
+#include "dataplane/pipeline.hpp"
+#include "dataplane/worker_context.hpp"
+#include "frames.hpp"
+#include "net/parse.hpp"
+#include "policy/runtime.hpp"
+#include "srv6/encap.hpp"
+
+namespace srv6gw::dataplane {
+namespace {
+
+using testing::Bytes;
+using testing::RoceSpec;
+
+const net::MacAddr kHostPortMac = testing::mac("02:00:00:00:01:01");
+const net::MacAddr kFabricPortMac = testing::mac("02:00:00:00:02:02");
+const net::MacAddr kNexthopMac = testing::mac("02:00:00:00:03:03");
+const net::MacAddr kHostMac = testing::mac("02:00:00:00:04:04");
+
+rte_mempool* g_pool = nullptr;      // data mbufs: default 128 B headroom, 2 KB data room
+rte_mempool* g_hdr_pool = nullptr;  // chained header segments
+
+config::GatewayConfig gateway_config(std::vector<const char*> sids,
+                                     srv6::EncapMode mode = srv6::EncapMode::encaps) {
+  config::GatewayConfig c = testing::base_config();
+  c.fabric_nexthop_mac = kNexthopMac;
+  c.host_mac = kHostMac;
+  config::SegmentList sl;
+  sl.name = "main";
+  sl.path_id = 7;
+  for (const char* s : sids) sl.sids.push_back(testing::v6(s));
+  config::Policy p = testing::policy("p", config::SelectionMode::flow, {sl});
+  p.encap = mode;
+  c.policies.push_back(p);
+  c.steering.push_back(testing::prefix_rule("10.0.0.0", 8, "p"));
+  c.steering.push_back(testing::prefix_rule("fd00::", 16, "p"));
+  c.local_sids = {{testing::v6("fc00:aa::d4"), srv6::LocalSidBehavior::end_dx4},
+                  {testing::v6("fc00:aa::d6"), srv6::LocalSidBehavior::end_dx6},
+                  {testing::v6("fc00:aa::46"), srv6::LocalSidBehavior::end_dt46}};
+  return c;
+}
+
+// The frame the gateway must send, built with the packet core directly: Ethernet to the
+// next hop + the template of the policy's path with the per-packet fields + inner packet.
+Bytes expected_encap(const Bytes& in_frame, const config::GatewayConfig& cfg,
+                     const config::SegmentList& sl, srv6::EncapMode mode,
+                     const net::MacAddr& dst_mac, const net::MacAddr& src_mac) {
+  net::PacketInfo info;
+  EXPECT_EQ(net::parse_frame(in_frame, info), net::ParseStatus::ok);
+  srv6::TemplateSpec spec;
+  spec.source = cfg.source;
+  spec.sids = sl.sids;
+  spec.mode = mode;
+  spec.tag = sl.path_id;
+  spec.hop_limit = cfg.hop_limit;
+  srv6::EncapTemplate t;
+  EXPECT_EQ(srv6::build_template(spec, t), srv6::BuildStatus::ok);
+  Bytes out(14 + t.size);
+  std::memcpy(out.data(), dst_mac.bytes.data(), 6);
+  std::memcpy(out.data() + 6, src_mac.bytes.data(), 6);
+  out[12] = 0x86;
+  out[13] = 0xDD;
+  srv6::EncapFields f;
+  f.inner_len = info.l3_len;
+  f.inner_proto = info.family == net::Family::ipv4 ? 4 : 41;
+  f.traffic_class = uint8_t(info.dscp << 2 | info.ecn);
+  f.flow_label = net::outer_flow_label(info);
+  f.tag = sl.path_id;
+  srv6::write_encap(t, out.data() + 14, f);
+  out.insert(out.end(), in_frame.begin() + info.l3_offset,
+             in_frame.begin() + info.l3_offset + info.l3_len);
+  return out;
+}
+
+class PipelineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    g_pool = rte_pktmbuf_pool_create("test_pool", 4095, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE + 512,
+                                     SOCKET_ID_ANY);
+    g_hdr_pool = rte_pktmbuf_pool_create("test_hdr_pool", 1023, 0, 0, RTE_PKTMBUF_HEADROOM + 512,
+                                         SOCKET_ID_ANY);
+    ASSERT_NE(g_pool, nullptr);
+    ASSERT_NE(g_hdr_pool, nullptr);
+  }
+  static void TearDownTestSuite() {
+    rte_mempool_free(g_pool);
+    rte_mempool_free(g_hdr_pool);
+  }
+  void SetUp() override {
+    pool_in_use_ = rte_mempool_in_use_count(g_pool);
+    hdr_in_use_ = rte_mempool_in_use_count(g_hdr_pool);
+  }
+  void TearDown() override {
+    gw_.reset();
+    EXPECT_EQ(rte_mempool_in_use_count(g_pool), pool_in_use_) << "mbuf leak";
+    EXPECT_EQ(rte_mempool_in_use_count(g_hdr_pool), hdr_in_use_) << "header mbuf leak";
+  }
+
+  void create(const config::GatewayConfig& cfg, bool multiseg = true) {
+    PortEnv env;
+    env.host_port_mac = kHostPortMac;
+    env.fabric_port_mac = kFabricPortMac;
+    env.fabric_multiseg_tx = multiseg;
+    config::ConfigError err;
+    gw_ = Gateway::create(cfg, 1, env, g_hdr_pool, err);
+    ASSERT_NE(gw_, nullptr) << err.path << ": " << err.message;
+    w_ = gw_->worker(0);
+  }
+
+  rte_mbuf* mbuf(const Bytes& frame, uint16_t headroom = RTE_PKTMBUF_HEADROOM) {
+    rte_mbuf* m = rte_pktmbuf_alloc(g_pool);
+    EXPECT_NE(m, nullptr);
+    m->data_off = headroom;
+    char* p = rte_pktmbuf_append(m, uint16_t(frame.size()));
+    EXPECT_NE(p, nullptr);
+    std::memcpy(p, frame.data(), frame.size());
+    return m;
+  }
+
+  static Bytes bytes(const rte_mbuf* m) {
+    Bytes b(m->pkt_len);
+    copy_packet(m, b);
+    return b;
+  }
+
+  // Runs one frame through a direction; returns the output frame (empty when dropped) and
+  // frees the output mbuf.
+  Bytes run(const Bytes& frame, bool host_side, uint16_t headroom = RTE_PKTMBUF_HEADROOM,
+            uint16_t* segs = nullptr) {
+    rte_mbuf* in[1] = {mbuf(frame, headroom)};
+    rte_mbuf* out[1] = {nullptr};
+    const uint16_t n =
+        host_side ? process_host_burst(*w_, in, 1, out) : process_fabric_burst(*w_, in, 1, out);
+    if (n == 0) return {};
+    Bytes b = bytes(out[0]);
+    if (segs) *segs = out[0]->nb_segs;
+    rte_pktmbuf_free(out[0]);
+    return b;
+  }
+
+  const WorkerCounters& c() const { return gw_->worker_counters(0); }
+
+  std::unique_ptr<Gateway> gw_;
+  WorkerContext* w_ = nullptr;
+  unsigned pool_in_use_ = 0, hdr_in_use_ = 0;
+};
+
+TEST_F(PipelineTest, EncapIpv4RoceMatchesPacketCoreAndRfcFields) {
+  auto cfg = gateway_config({"fc00:1::1", "fc00:2::1", "fc00:3::1"});
+  create(cfg);
+  RoceSpec s;
+  s.dscp = 26;
+  s.ecn = 2;
+  const Bytes in = testing::roce_frame(s);
+  const Bytes out = run(in, true);
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out, expected_encap(in, cfg, cfg.policies[0].segment_lists[0], srv6::EncapMode::encaps,
+                                kNexthopMac, kFabricPortMac));
+  // Independent of the packet core: RFC 8200/8754/6040 fields read straight off the wire.
+  ASSERT_EQ(out.size(), 14 + 40 + 8 + 48 + (in.size() - 14));
+  EXPECT_EQ(out[14] >> 4, 6);
+  EXPECT_EQ(((out[14] & 0x0F) << 4 | out[15] >> 4), 26 << 2 | 2);           // traffic class copied
+  EXPECT_EQ(out[14 + 4] << 8 | out[14 + 5], 8 + 48 + int(in.size() - 14));  // payload length
+  EXPECT_EQ(out[14 + 6], 43);
+  EXPECT_EQ(out[14 + 7], 64);
+  EXPECT_TRUE(std::equal(out.begin() + 14 + 8, out.begin() + 14 + 24,
+                         testing::v6("fc00:ffff::1").bytes.begin()));
+  EXPECT_TRUE(std::equal(out.begin() + 14 + 24, out.begin() + 14 + 40,
+                         testing::v6("fc00:1::1").bytes.begin()));  // DA = first SID
+  const uint8_t* srh = out.data() + 54;
+  EXPECT_EQ(srh[0], 4);                // next header: IPv4
+  EXPECT_EQ(srh[1], 6);                // hdr ext len = 2 * 3
+  EXPECT_EQ(srh[2], 4);                // routing type
+  EXPECT_EQ(srh[3], 2);                // segments left
+  EXPECT_EQ(srh[4], 2);                // last entry
+  EXPECT_EQ(srh[6] << 8 | srh[7], 7);  // tag = path id
+  EXPECT_TRUE(std::equal(srh + 8, srh + 24, testing::v6("fc00:3::1").bytes.begin()));  // [0]=last
+  EXPECT_TRUE(std::equal(srh + 40, srh + 56, testing::v6("fc00:1::1").bytes.begin()));
+  EXPECT_TRUE(std::equal(out.begin() + 110, out.end(), in.begin() + 14));  // inner untouched
+  EXPECT_EQ(c().encap, 1u);
+  EXPECT_EQ(c().parse_status[size_t(net::ParseStatus::ok)], 1u);
+}
+
+TEST_F(PipelineTest, EncapIpv6RoceWithVlanTags) {
+  auto cfg = gateway_config({"fc00:1::1", "fc00:2::1"});
+  create(cfg);
+  RoceSpec s;
+  s.src = "fd00:1::1";
+  s.dst = "fd00:2::2";
+  s.dscp = 10;
+  s.ecn = 1;
+  for (const auto& [tpids, tcis] :
+       std::vector<std::pair<std::vector<uint16_t>, std::vector<uint16_t>>>{
+           {{}, {}}, {{0x8100}, {100}}, {{0x88A8, 0x8100}, {10, 20}}}) {
+    testing::L2Spec l2;
+    l2.vlan_tpids = tpids;
+    l2.vlan_tcis = tcis;
+    const Bytes in = testing::roce_frame(s, l2);
+    const Bytes out = run(in, true);
+    ASSERT_FALSE(out.empty()) << tpids.size() << " tags";
+    EXPECT_EQ(out, expected_encap(in, cfg, cfg.policies[0].segment_lists[0],
+                                  srv6::EncapMode::encaps, kNexthopMac, kFabricPortMac))
+        << tpids.size() << " tags";
+    EXPECT_EQ(out[12], 0x86);  // no tag left on the fabric side
+    EXPECT_EQ(out[54], 41);    // SRH next header: IPv6
+  }
+  EXPECT_EQ(c().encap, 3u);
+}
+
+// 1/3/6/16 SIDs x encaps/encaps-red/usid: in place when the headroom allows, chained header
+// segment otherwise, and always in place with a larger headroom.
+TEST_F(PipelineTest, SidCountsAndModesInPlaceAndChained) {
+  const char* full[16] = {"fc00:1::1", "fc00:2::1", "fc00:3::1", "fc00:4::1",
+                          "fc00:5::1", "fc00:6::1", "fc00:7::1", "fc00:8::1",
+                          "fc00:9::1", "fc00:a::1", "fc00:b::1", "fc00:c::1",
+                          "fc00:d::1", "fc00:e::1", "fc00:f::1", "fc00:10::1"};
+  const char* micro[16] = {
+      "fcbb:0:1::", "fcbb:0:2::", "fcbb:0:3::", "fcbb:0:4::", "fcbb:0:5::", "fcbb:0:6::",
+      "fcbb:0:7::", "fcbb:0:8::", "fcbb:0:9::", "fcbb:0:a::", "fcbb:0:b::", "fcbb:0:c::",
+      "fcbb:0:d::", "fcbb:0:e::", "fcbb:0:f::", "fcbb:0:10::"};
+  uint64_t chained_total = 0;
+  for (srv6::EncapMode mode :
+       {srv6::EncapMode::encaps, srv6::EncapMode::encaps_red, srv6::EncapMode::usid}) {
+    for (unsigned n : {1u, 3u, 6u, 16u}) {
+      std::vector<const char*> sids(mode == srv6::EncapMode::usid ? micro : full,
+                                    (mode == srv6::EncapMode::usid ? micro : full) + n);
+      auto cfg = gateway_config(sids, mode);
+      create(cfg);
+      uint64_t chained = 0;
+      const unsigned hdr = 14 + srv6::encap_header_len(n, mode);
+      for (bool v6 : {false, true}) {
+        RoceSpec s;
+        if (v6) {
+          s.src = "fd00:1::1";
+          s.dst = "fd00:2::2";
+        }
+        s.payload = 1024;
+        const Bytes in = testing::roce_frame(s);
+        const Bytes want = expected_encap(in, cfg, cfg.policies[0].segment_lists[0], mode,
+                                          kNexthopMac, kFabricPortMac);
+        const std::string what = std::string(srv6::to_string(mode)) + " " + std::to_string(n) +
+                                 " SIDs " + (v6 ? "IPv6" : "IPv4");
+        uint16_t segs = 0;
+        // Default headroom: the IP packet starts 14 bytes after it, so 128 + 14 are free.
+        const Bytes out = run(in, true, RTE_PKTMBUF_HEADROOM, &segs);
+        EXPECT_EQ(out, want) << what;
+        const bool fits = hdr <= RTE_PKTMBUF_HEADROOM + 14;
+        EXPECT_EQ(segs, fits ? 1 : 2) << what;
+        chained += !fits;
+        chained_total += !fits;
+        EXPECT_EQ(gw_->worker_counters(0).chained_header, chained) << what;
+        // A pool with 512 B of headroom: always in place.
+        const Bytes big = run(in, true, 512, &segs);
+        EXPECT_EQ(big, want) << what;
+        EXPECT_EQ(segs, 1) << what;
+      }
+    }
+  }
+  EXPECT_GT(chained_total, 0u);  // 16 full SIDs need 318 B: the chained path really ran
+}
+
+TEST_F(PipelineTest, NoHeadroomWithoutMultisegAndHeaderAllocFailure) {
+  std::vector<const char*> sids;
+  const char* many[16] = {"fc00:1::1", "fc00:2::1", "fc00:3::1", "fc00:4::1",
+                          "fc00:5::1", "fc00:6::1", "fc00:7::1", "fc00:8::1",
+                          "fc00:9::1", "fc00:a::1", "fc00:b::1", "fc00:c::1",
+                          "fc00:d::1", "fc00:e::1", "fc00:f::1", "fc00:10::1"};
+  sids.assign(many, many + 16);
+  create(gateway_config(sids), /*multiseg=*/false);
+  EXPECT_TRUE(run(testing::roce_frame({}), true).empty());
+  EXPECT_EQ(c().drops[size_t(DropReason::no_headroom)], 1u);
+
+  // With multi-segment TX but the header pool exhausted.
+  create(gateway_config(sids), /*multiseg=*/true);
+  std::vector<rte_mbuf*> hoard;
+  while (rte_mbuf* h = rte_pktmbuf_alloc(g_hdr_pool)) hoard.push_back(h);
+  EXPECT_TRUE(run(testing::roce_frame({}), true).empty());
+  EXPECT_EQ(c().drops[size_t(DropReason::header_alloc_failed)], 1u);
+  for (rte_mbuf* h : hoard) rte_pktmbuf_free(h);
+}
+
+TEST_F(PipelineTest, PassThroughAndDropsByReason) {
+  auto cfg = gateway_config({"fc00:1::1"});
+  create(cfg);
+  // ARP.
+  const Bytes arp = testing::ethernet({}, 0x0806, Bytes(28, 0x11));
+  EXPECT_EQ(run(arp, true), arp);
+  // TCP over IPv4 (protocol 6): change the protocol byte of a RoCE packet.
+  Bytes tcp_ip = testing::roce_ip_packet({});
+  tcp_ip[9] = 6;
+  tcp_ip[10] = tcp_ip[11] = 0;
+  const uint16_t csum = testing::ipv4_checksum(tcp_ip.data(), 20);
+  tcp_ip[10] = uint8_t(csum >> 8);
+  tcp_ip[11] = uint8_t(csum);
+  const Bytes tcp = testing::ethernet({}, 0x0800, tcp_ip);
+  EXPECT_EQ(run(tcp, true), tcp);
+  // RoCE to a destination no rule covers: miss action pass.
+  RoceSpec far;
+  far.dst = "192.168.1.1";
+  const Bytes miss = testing::roce_frame(far);
+  EXPECT_EQ(run(miss, true), miss);
+  EXPECT_EQ(c().passed_host_to_fabric, 3u);
+  EXPECT_EQ(c().parse_status[size_t(net::ParseStatus::not_ip)], 1u);
+  EXPECT_EQ(c().parse_status[size_t(net::ParseStatus::not_udp)], 1u);
+  // Malformed: IPv4 total length beyond the frame.
+  Bytes broken = testing::roce_frame({});
+  broken[14 + 2] = 0x40;
+  EXPECT_TRUE(run(broken, true).empty());
+  EXPECT_EQ(c().drops[size_t(DropReason::malformed)], 1u);
+
+  // Same traffic with drop actions.
+  cfg.non_roce = config::MissAction::drop;
+  cfg.steering_miss = config::MissAction::drop;
+  ASSERT_FALSE(gw_->apply(cfg));
+  EXPECT_TRUE(run(arp, true).empty());
+  EXPECT_TRUE(run(tcp, true).empty());
+  EXPECT_TRUE(run(miss, true).empty());
+  EXPECT_EQ(c().drops[size_t(DropReason::non_roce_dropped)], 2u);
+  EXPECT_EQ(c().drops[size_t(DropReason::steering_miss)], 1u);
+
+  // No usable path: the engine took the only list out.
+  ASSERT_FALSE(gw_->set_path_factors("p", {0.0}));
+  EXPECT_TRUE(run(testing::roce_frame({}), true).empty());
+  EXPECT_EQ(c().drops[size_t(DropReason::no_usable_path)], 1u);
+  EXPECT_EQ(c().rx_host, 8u);
+}
+
+TEST_F(PipelineTest, TransparentMacAndEthernetPadding) {
+  auto cfg = gateway_config({"fc00:1::1", "fc00:2::1"});
+  cfg.transparent_mac = true;
+  create(cfg);
+  RoceSpec s;
+  s.payload = 0;  // 20 + 8 + 12 + 4 = 44 byte IP packet: padded to a 60-byte frame
+  testing::L2Spec l2;
+  const Bytes unpadded = testing::roce_frame(s, l2);
+  const Bytes padded = testing::ethernet(l2, 0x0800, testing::roce_ip_packet(s), 60);
+  ASSERT_EQ(padded.size(), 60u);
+  const Bytes out = run(padded, true);
+  EXPECT_EQ(out, expected_encap(unpadded, cfg, cfg.policies[0].segment_lists[0],
+                                srv6::EncapMode::encaps, l2.dst, l2.src));
+}
+
+TEST_F(PipelineTest, CnpFromHostIsCounted) {
+  create(gateway_config({"fc00:1::1"}));
+  RoceSpec s;
+  s.opcode = 0x81;
+  s.payload = 16;
+  ASSERT_FALSE(run(testing::roce_frame(s), true).empty());
+  EXPECT_EQ(c().cnp_seen, 1u);
+}
+
+TEST_F(PipelineTest, PathStatsCountPerSegmentList) {
+  auto cfg = gateway_config({"fc00:1::1"});
+  cfg.policies[0].selection = config::SelectionMode::packet;
+  cfg.policies[0].segment_lists.push_back(testing::segment_list("second", 8, 3, {"fc00:2::1"}));
+  create(cfg);
+  for (int i = 0; i < 40; ++i) ASSERT_FALSE(run(testing::roce_frame({}), true).empty());
+  auto stats = gw_->path_stats();
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_EQ(stats[0].segment_list, "main");
+  EXPECT_EQ(stats[0].packets, 10u);
+  EXPECT_EQ(stats[1].packets, 30u);
+  EXPECT_EQ(stats[1].path_id, 8);
+  EXPECT_EQ(stats[1].weight_configured, 3u);
+  EXPECT_GT(stats[1].bytes, 30u * 100);
+  // A reordered layout starts from zero; the engine factor is reported.
+  std::swap(cfg.policies[0].segment_lists[0], cfg.policies[0].segment_lists[1]);
+  ASSERT_FALSE(gw_->apply(cfg));
+  ASSERT_FALSE(gw_->set_path_factors("p", {0.5, 1.0}));
+  stats = gw_->path_stats();
+  EXPECT_EQ(stats[0].segment_list, "second");
+  EXPECT_EQ(stats[0].packets, 0u);
+  EXPECT_DOUBLE_EQ(stats[0].factor, 0.5);
+}
+
+// ---------------- decapsulation ----------------
+
+Bytes fabric_frame(const Bytes& ip6) {
+  testing::L2Spec l2;
+  l2.dst = kFabricPortMac;
+  l2.src = kNexthopMac;
+  return testing::ethernet(l2, 0x86DD, ip6);
+}
+
+TEST_F(PipelineTest, DecapDx4Dx6Dt46) {
+  create(gateway_config({"fc00:1::1"}));
+  RoceSpec v4;
+  v4.ecn = 2;
+  RoceSpec v6;
+  v6.src = "fd00:1::1";
+  v6.dst = "fd00:2::2";
+  v6.ecn = 1;
+  const Bytes inner4 = testing::roce_ip_packet(v4), inner6 = testing::roce_ip_packet(v6);
+  struct Case {
+    const char* sid;
+    uint8_t proto;
+    const Bytes* inner;
+  } cases[] = {{"fc00:aa::d4", 4, &inner4},
+               {"fc00:aa::d6", 41, &inner6},
+               {"fc00:aa::46", 4, &inner4},
+               {"fc00:aa::46", 41, &inner6}};
+  for (const Case& k : cases) {
+    for (bool with_srh : {true, false}) {
+      std::vector<const char*> srh;
+      if (with_srh) srh = {"fc00:1::1", k.sid};
+      const Bytes in =
+          fabric_frame(testing::srv6_packet("fc00:ffff::2", k.sid, 0, srh, 9, k.proto, *k.inner));
+      const Bytes out = run(in, false);
+      Bytes want = testing::ethernet({kHostMac, kHostPortMac, {}, {}},
+                                     k.proto == 4 ? 0x0800 : 0x86DD, *k.inner);
+      EXPECT_EQ(out, want) << k.sid << " srh=" << with_srh;
+    }
+  }
+  EXPECT_EQ(c().decap, 8u);
+  EXPECT_EQ(c().decap_status[size_t(srv6::DecapStatus::ok)], 8u);
+}
+
+TEST_F(PipelineTest, DecapRfc6040AndFeedbackCounters) {
+  create(gateway_config({"fc00:1::1"}));
+  RoceSpec cnp;
+  cnp.ecn = 2;  // ECT(0)
+  cnp.opcode = 0x81;
+  cnp.payload = 16;
+  const Bytes inner = testing::roce_ip_packet(cnp);
+  // Outer CE (traffic class ECN bits 11) + an IPv4 tail of Ethernet padding.
+  Bytes ip6 =
+      testing::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0x03, {"fc00:aa::d4"}, 5, 4, inner);
+  ip6.insert(ip6.end(), 6, 0xEE);  // trailing bytes beyond the IPv6 payload
+  const Bytes out = run(fabric_frame(ip6), false);
+  ASSERT_EQ(out.size(), 14 + inner.size());  // padding trimmed
+  Bytes want_ip = inner;
+  want_ip[1] = uint8_t((want_ip[1] & ~3) | 3);  // inner becomes CE
+  want_ip[10] = want_ip[11] = 0;
+  const uint16_t csum = testing::ipv4_checksum(want_ip.data(), 20);
+  want_ip[10] = uint8_t(csum >> 8);
+  want_ip[11] = uint8_t(csum);
+  EXPECT_TRUE(std::equal(out.begin() + 14, out.end(), want_ip.begin()));
+  EXPECT_EQ(c().outer_ce_seen, 1u);
+  EXPECT_EQ(c().inner_ce_marked, 1u);
+  EXPECT_EQ(c().cnp_seen, 1u);
+
+  // CE on a not-ECT inner: dropped and counted (RFC 6040).
+  RoceSpec not_ect;
+  const Bytes bad =
+      fabric_frame(testing::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0x03, {"fc00:aa::d4"}, 5, 4,
+                                        testing::roce_ip_packet(not_ect)));
+  EXPECT_TRUE(run(bad, false).empty());
+  EXPECT_EQ(c().decap_status[size_t(srv6::DecapStatus::ecn_ce_on_not_ect)], 1u);
+  // Segments left != 0 and a DX4 SID carrying IPv6: refused.
+  Bytes sl = testing::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0, {"fc00:aa::d4", "fc00:1::1"}, 5,
+                                  4, inner);
+  sl[40 + 3] = 1;
+  EXPECT_TRUE(run(fabric_frame(sl), false).empty());
+  RoceSpec v6;
+  v6.src = "fd00:1::1";
+  v6.dst = "fd00:2::2";
+  EXPECT_TRUE(
+      run(fabric_frame(testing::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0, {"fc00:aa::d4"}, 5,
+                                            41, testing::roce_ip_packet(v6))),
+          false)
+          .empty());
+  EXPECT_EQ(c().drops[size_t(DropReason::decap_refused)], 3u);
+  EXPECT_EQ(c().decap_status[size_t(srv6::DecapStatus::segments_left_nonzero)], 1u);
+  EXPECT_EQ(c().decap_status[size_t(srv6::DecapStatus::bad_next_header)], 1u);
+}
+
+TEST_F(PipelineTest, FabricTrafficNotForUsPassesOrDrops) {
+  auto cfg = gateway_config({"fc00:1::1"});
+  create(cfg);
+  const Bytes other_sid = fabric_frame(testing::srv6_packet(
+      "fc00:ffff::2", "fc00:bb::1", 0, {"fc00:bb::1"}, 5, 4, testing::roce_ip_packet({})));
+  const Bytes arp = testing::ethernet({}, 0x0806, Bytes(28, 0x22));
+  EXPECT_EQ(run(other_sid, false), other_sid);
+  EXPECT_EQ(run(arp, false), arp);
+  EXPECT_EQ(c().passed_fabric_to_host, 2u);
+  EXPECT_TRUE(run(Bytes(10, 0), false).empty());  // runt
+  EXPECT_EQ(c().drops[size_t(DropReason::malformed)], 1u);
+  cfg.fabric_non_sid = config::MissAction::drop;
+  ASSERT_FALSE(gw_->apply(cfg));
+  EXPECT_TRUE(run(other_sid, false).empty());
+  EXPECT_EQ(c().drops[size_t(DropReason::non_sid_dropped)], 1u);
+  // Transparent mode keeps the fabric frame's MACs on the decapsulated frame.
+  cfg.transparent_mac = true;
+  ASSERT_FALSE(gw_->apply(cfg));
+  const Bytes inner = testing::roce_ip_packet({});
+  const Bytes in = fabric_frame(
+      testing::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0, {"fc00:aa::d4"}, 5, 4, inner));
+  const Bytes out = run(in, false);
+  ASSERT_EQ(out.size(), 14 + inner.size());
+  EXPECT_TRUE(std::equal(out.begin(), out.begin() + 12, in.begin()));
+}
+
+TEST_F(PipelineTest, BurstOfMixedTrafficKeepsOrderAndFreesDrops) {
+  auto cfg = gateway_config({"fc00:1::1", "fc00:2::1"});
+  cfg.non_roce = config::MissAction::drop;
+  create(cfg);
+  rte_mbuf* in[kBurstSize];
+  rte_mbuf* out[kBurstSize];
+  for (unsigned i = 0; i < kBurstSize; ++i) {
+    RoceSpec s;
+    s.payload_tag = i;
+    s.dest_qp = i;
+    in[i] = i % 4 == 3 ? mbuf(testing::ethernet({}, 0x0806, Bytes(28, 0)))
+                       : mbuf(testing::roce_frame(s));
+  }
+  const uint16_t n = process_host_burst(*w_, in, kBurstSize, out);
+  EXPECT_EQ(n, kBurstSize - kBurstSize / 4);
+  for (uint16_t i = 0; i < n; ++i) {
+    const Bytes b = bytes(out[i]);
+    // Inner payload tag after eth(14) + ipv6(40) + srh(8 + 32) + ipv4(20) + udp(8) + bth(12).
+    const size_t at = 14 + 40 + 40 + 20 + 8 + 12;
+    const uint32_t tag = uint32_t(b[at]) << 24 | b[at + 1] << 16 | b[at + 2] << 8 | b[at + 3];
+    EXPECT_EQ(tag, i + i / 3) << i;
+    rte_pktmbuf_free(out[i]);
+  }
+}
+
+}  // namespace
+}  // namespace srv6gw::dataplane

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The agent's applied state and how a batch of changes turns one state into the next. Pure
+// control-plane logic (no gRPC server, no data plane), so it is cheap to test and to time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/event_bus.hpp"
+#include "config/model.hpp"
+#include "srv6gw/v1/srv6gw.pb.h"
+
+namespace srv6gw::agent {
+
+// Steering rules by id: position in config.steering, and (built on first use) every position
+// sorted by id, for paging. Shared between consecutive states while steering is unchanged.
+class SteeringIndex {
+ public:
+  std::unordered_map<uint32_t, uint32_t> position;  // id -> index in config.steering
+  // Positions of config.steering ordered by rule id. Thread-safe, built once.
+  const std::vector<uint32_t>& by_id(const std::vector<config::SteeringRule>& rules) const;
+
+ private:
+  mutable std::once_flag sorted_once_;
+  mutable std::vector<uint32_t> sorted_;
+};
+
+// One applied state. Immutable once published: readers (List*, Get*) hold a shared_ptr to it
+// while an Apply builds the next one.
+struct AgentState {
+  config::GatewayConfig config;
+  uint64_t generation = 0;
+  std::shared_ptr<const SteeringIndex> steering_index;
+};
+
+std::shared_ptr<AgentState> make_state(config::GatewayConfig cfg, uint64_t generation);
+
+enum class BatchCode : uint8_t { invalid_argument, not_found };
+
+struct BatchError {
+  BatchCode code = BatchCode::invalid_argument;
+  std::string message;
+};
+
+// Applies a batch of changes to a copy of `base`, then runs config::validate() on the result.
+// On success next() is the candidate state (generation still base's); describe() attributes a
+// later refusal of that candidate (by the data plane) to the change that caused it.
+class Batch {
+ public:
+  Batch(const AgentState& base, const google::protobuf::RepeatedPtrField<v1::Change>& changes);
+  ~Batch();
+
+  std::optional<BatchError> run();
+
+  // "changes[3].upsert_policy.segment_lists[0].sids[1]: <message> (<YANG path>)" for an error
+  // on a node one of the changes wrote; "configuration refused: <message> (<YANG path>)"
+  // otherwise.
+  std::string describe(const config::ConfigError& e) const;
+
+  const ChangeCounts& counts() const { return counts_; }
+  // The configuration the batch produced, once run() succeeded.
+  const config::GatewayConfig& candidate() const;
+  // The candidate state, once run() succeeded.
+  std::shared_ptr<AgentState> next(uint64_t generation);
+
+ private:
+  struct Edit;
+  const AgentState& base_;
+  const google::protobuf::RepeatedPtrField<v1::Change>& changes_;
+  std::unique_ptr<Edit> edit_;
+  ChangeCounts counts_;
+  // Which change last wrote each key, for describe().
+  std::unordered_map<std::string, int> policy_change_;
+  std::unordered_map<uint32_t, int> rule_change_;
+  std::map<net::Ipv6Addr, int> local_sid_change_;
+};
+
+}  // namespace srv6gw::agent

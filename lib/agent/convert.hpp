@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// srv6gw.v1 messages <-> config model values. Converting from the wire checks only what the
+// model cannot hold (text addresses, integer widths, enum values, a rule's identity and
+// match); every semantic check is config::validate()'s, shared with the YANG loader.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "config/model.hpp"
+#include "srv6gw/v1/srv6gw.pb.h"
+
+namespace srv6gw::agent {
+
+// A refusal while converting: `field` is relative to the converted message
+// ("segment_lists[0].sids[1]"), `yang` the configuration node it would have become.
+struct FieldError {
+  std::string field;
+  std::string yang;
+  std::string message;
+};
+
+bool from_proto(const v1::SrPolicy& in, config::Policy& out, FieldError& error);
+bool from_proto(const v1::SteeringRule& in, config::SteeringRule& out, FieldError& error);
+bool from_proto(const v1::LocalSid& in, config::LocalSid& out, FieldError& error);
+
+void to_proto(const config::Policy& in, v1::SrPolicy& out);
+void to_proto(const config::SteeringRule& in, v1::SteeringRule& out);
+void to_proto(const config::LocalSid& in, v1::LocalSid& out);
+
+// "10.1.0.0/16" from a prefix rule's dst and prefix_len.
+std::string prefix_text(const config::SteeringRule& rule);
+
+// Maps the part of a YANG path below a policy / rule / local SID node (e.g.
+// "/segment-list[name='a']/sid[.='fc00::1']") to the field path inside the message that
+// defined it ("segment_lists[0].sids[2]"). Empty `rest` gives "".
+std::string policy_field(const v1::SrPolicy& msg, std::string_view rest, bool prefer_last);
+std::string rule_field(std::string_view rest);
+std::string local_sid_field(std::string_view rest);
+
+}  // namespace srv6gw::agent

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include <rte_ethdev.h>
+
+#include <utility>
+
+#include "agent/state_sink.hpp"
+
+namespace srv6gw::agent {
+
+GatewaySink::GatewaySink(dataplane::Gateway& gateway, std::mutex* control_mutex,
+                         std::function<std::vector<PortCounters>()> ports)
+    : gateway_(gateway), control_mutex_(control_mutex), ports_(std::move(ports)) {}
+
+std::optional<config::ConfigError> GatewaySink::apply(const config::GatewayConfig& cfg) {
+  std::unique_lock<std::mutex> lock;
+  if (control_mutex_) lock = std::unique_lock(*control_mutex_);
+  return gateway_.apply(cfg);
+}
+
+StatsSnapshot GatewaySink::stats() {
+  StatsSnapshot s;
+  if (ports_) s.ports = ports_();
+  std::unique_lock<std::mutex> lock;
+  if (control_mutex_) lock = std::unique_lock(*control_mutex_);
+  const unsigned n = gateway_.worker_count();
+  s.workers.reserve(n);
+  for (unsigned i = 0; i < n; ++i) s.workers.push_back(gateway_.worker_counters(i));
+  s.paths = gateway_.path_stats();
+  return s;
+}
+
+PortCounters ethdev_port_counters(uint16_t port_id, std::string role, std::string name) {
+  PortCounters p;
+  p.role = std::move(role);
+  p.name = std::move(name);
+  rte_eth_stats st{};
+  if (rte_eth_stats_get(port_id, &st) == 0) {
+    p.rx_packets = st.ipackets;
+    p.rx_bytes = st.ibytes;
+    p.tx_packets = st.opackets;
+    p.tx_bytes = st.obytes;
+    p.rx_missed = st.imissed;
+    p.rx_errors = st.ierrors;
+    p.tx_errors = st.oerrors;
+    p.rx_nombuf = st.rx_nombuf;
+  }
+  return p;
+}
+
+}  // namespace srv6gw::agent

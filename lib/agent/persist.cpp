@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "agent/persist.hpp"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "config/loader.hpp"
+
+namespace srv6gw::agent {
+
+namespace {
+
+constexpr std::string_view kFormat = "srv6gw-agent-state/1";
+
+std::string utc_time(const char* fmt) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, fmt, &tm);
+  return buf;
+}
+
+std::string errno_text(const std::string& what, const std::string& path) {
+  return what + " " + path + ": " + std::strerror(errno);
+}
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data.remove_prefix(size_t(n));
+  }
+  return true;
+}
+
+// ---- a JSON scanner just big enough to split the state file into its top-level members ----
+// (the "config" member is handed as text to libyang, which checks it thoroughly).
+
+void skip_ws(std::string_view s, size_t& i) {
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) ++i;
+}
+
+bool skip_string(std::string_view s, size_t& i) {
+  if (i >= s.size() || s[i] != '"') return false;
+  for (++i; i < s.size(); ++i) {
+    if (s[i] == '\\') {
+      ++i;
+    } else if (s[i] == '"') {
+      ++i;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool skip_value(std::string_view s, size_t& i) {
+  skip_ws(s, i);
+  if (i >= s.size()) return false;
+  if (s[i] == '"') return skip_string(s, i);
+  if (s[i] == '{' || s[i] == '[') {
+    int depth = 0;
+    while (i < s.size()) {
+      const char c = s[i];
+      if (c == '"') {
+        if (!skip_string(s, i)) return false;
+        continue;
+      }
+      if (c == '{' || c == '[') ++depth;
+      if (c == '}' || c == ']') {
+        if (--depth == 0) {
+          ++i;
+          return true;
+        }
+      }
+      ++i;
+    }
+    return false;
+  }
+  const size_t start = i;
+  while (i < s.size() && std::strchr(",}] \t\r\n", s[i]) == nullptr) ++i;
+  return i > start;
+}
+
+struct Members {
+  std::string_view format, generation, config;
+};
+
+// Splits {"k": v, ...}; "" when the text is not such an object.
+std::string split_members(std::string_view s, Members& m) {
+  size_t i = 0;
+  skip_ws(s, i);
+  if (i >= s.size() || s[i] != '{') return "not a JSON object";
+  ++i;
+  for (;;) {
+    skip_ws(s, i);
+    if (i < s.size() && s[i] == '}') {
+      ++i;
+      break;
+    }
+    const size_t key_start = i;
+    if (!skip_string(s, i)) return "bad member name at byte " + std::to_string(key_start);
+    const std::string_view key = s.substr(key_start + 1, i - key_start - 2);
+    skip_ws(s, i);
+    if (i >= s.size() || s[i] != ':') return "missing ':' at byte " + std::to_string(i);
+    ++i;
+    skip_ws(s, i);
+    const size_t value_start = i;
+    if (!skip_value(s, i)) return "truncated or bad value of \"" + std::string(key) + "\"";
+    const std::string_view value = s.substr(value_start, i - value_start);
+    if (key == "format") m.format = value;
+    if (key == "generation") m.generation = value;
+    if (key == "config") m.config = value;
+    skip_ws(s, i);
+    if (i < s.size() && s[i] == ',') {
+      ++i;
+      continue;
+    }
+    if (i < s.size() && s[i] == '}') {
+      ++i;
+      break;
+    }
+    return "expected ',' or '}' at byte " + std::to_string(i);
+  }
+  skip_ws(s, i);
+  if (i != s.size()) return "trailing data at byte " + std::to_string(i);
+  return "";
+}
+
+bool set_aside(const std::string& path, const char* why, std::string& moved_to) {
+  moved_to = path + "." + why + "-" + utc_time("%Y%m%dT%H%M%SZ");
+  std::error_code ec;
+  std::filesystem::rename(path, moved_to, ec);
+  if (ec) {
+    spdlog::critical("cannot move the unusable state file {} aside to {}: {}", path, moved_to,
+                     ec.message());
+    moved_to.clear();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string write_state_file(const std::string& path, const config::GatewayConfig& cfg,
+                             uint64_t generation) {
+  std::string config_json = config::to_json(cfg);
+  while (!config_json.empty() && (config_json.back() == '\n' || config_json.back() == ' ')) {
+    config_json.pop_back();
+  }
+  const std::string head = "{\n  \"format\": \"" + std::string(kFormat) +
+                           "\",\n  \"generation\": " + std::to_string(generation) +
+                           ",\n  \"written-at\": \"" + utc_time("%Y-%m-%dT%H:%M:%SZ") +
+                           "\",\n  \"config\": ";
+  const std::string_view tail = "\n}\n";
+
+  const std::filesystem::path target(path);
+  const std::filesystem::path dir =
+      target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+  if (fd < 0) return errno_text("cannot create", tmp);
+  if (!write_all(fd, head) || !write_all(fd, config_json) || !write_all(fd, tail)) {
+    const std::string e = errno_text("cannot write", tmp);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return e;
+  }
+  if (::fsync(fd) != 0) {
+    const std::string e = errno_text("cannot fsync", tmp);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return e;
+  }
+  if (::close(fd) != 0) {
+    const std::string e = errno_text("cannot close", tmp);
+    ::unlink(tmp.c_str());
+    return e;
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string e = errno_text("cannot rename " + tmp + " to", path);
+    ::unlink(tmp.c_str());
+    return e;
+  }
+  // The rename is durable only once the directory entry is.
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return errno_text("cannot open directory", dir.string());
+  const bool synced = ::fsync(dfd) == 0;
+  const std::string e = synced ? "" : errno_text("cannot fsync directory", dir.string());
+  ::close(dfd);
+  return e;
+}
+
+std::variant<PersistedState, std::string> read_state_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "cannot open " + path + ": " + std::strerror(errno);
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) return "cannot read " + path;
+  const std::string text = buf.str();
+
+  Members m;
+  if (auto why = split_members(text, m); !why.empty()) return path + ": " + why;
+  if (m.format != "\"" + std::string(kFormat) + "\"") {
+    return path + ": \"format\" is " + (m.format.empty() ? "missing" : std::string(m.format)) +
+           ", expected \"" + std::string(kFormat) + "\"";
+  }
+  PersistedState st;
+  auto [p, ec] = std::from_chars(m.generation.data(), m.generation.data() + m.generation.size(),
+                                 st.generation);
+  if (m.generation.empty() || ec != std::errc() || p != m.generation.data() + m.generation.size())
+    return path + ": \"generation\" is not an unsigned integer";
+  if (m.config.empty()) return path + ": \"config\" is missing";
+  auto loaded = config::load_config_json(m.config);
+  if (auto* e = std::get_if<config::ConfigError>(&loaded)) {
+    return path + ": config: " + (e->path.empty() ? "" : e->path + ": ") + e->message;
+  }
+  st.config = std::move(std::get<config::GatewayConfig>(loaded));
+  return st;
+}
+
+StartupState restore_startup_state(const std::string& state_path,
+                                   const config::GatewayConfig& file_config) {
+  StartupState out;
+  out.config = file_config;
+  if (state_path.empty()) return out;
+  std::error_code ec;
+  if (!std::filesystem::exists(state_path, ec) && !ec) {
+    spdlog::info("no agent state file {}: starting from the configuration file", state_path);
+    return out;
+  }
+  auto read = read_state_file(state_path);
+  if (auto* why = std::get_if<std::string>(&read)) {
+    spdlog::critical("AGENT STATE FILE IS UNUSABLE: {}", *why);
+    set_aside(state_path, "corrupt", out.set_aside);
+    spdlog::critical(
+        "the policies, steering rules and local SIDs pushed through the agent are NOT restored; "
+        "starting from the configuration file only at generation 0{}{}",
+        out.set_aside.empty() ? "" : "; the bad file is kept as ", out.set_aside);
+    return out;
+  }
+  auto& st = std::get<PersistedState>(read);
+  config::GatewayConfig merged = file_config;
+  merged.policies = std::move(st.config.policies);
+  merged.steering = std::move(st.config.steering);
+  merged.local_sids = std::move(st.config.local_sids);
+  if (auto e = config::validate(merged)) {
+    spdlog::critical(
+        "AGENT STATE FILE {} (generation {}) DOES NOT FIT THE CONFIGURATION FILE: {}: {}",
+        state_path, st.generation, e->path, e->message);
+    set_aside(state_path, "rejected", out.set_aside);
+    spdlog::critical(
+        "the policies, steering rules and local SIDs pushed through the agent are NOT restored; "
+        "starting from the configuration file only at generation 0{}{}",
+        out.set_aside.empty() ? "" : "; the state file is kept as ", out.set_aside);
+    return out;
+  }
+  out.config = std::move(merged);
+  out.generation = st.generation;
+  out.restored = true;
+  spdlog::info("restored agent state {} at generation {}: {} policies, {} steering rules, {} "
+               "local SIDs",
+               state_path, out.generation, out.config.policies.size(),
+               out.config.steering.size(), out.config.local_sids.size());
+  return out;
+}
+
+}  // namespace srv6gw::agent

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Persistence of the state applied through the agent, so that a restarted gateway comes back
+// with what its controllers pushed, at the same generation.
+//
+// The state file is JSON:
+//   {"format": "srv6gw-agent-state/1", "generation": 42, "written-at": "2024-...Z",
+//    "config": {"srv6gw:gateway": {...}}}
+// where "config" is config::to_json() of the whole running configuration (a valid instance of
+// the YANG module: it can be loaded with `srv6gw --config` on its own). Written to a temporary
+// file in the same directory, fsync'ed, renamed over the old one and the directory fsync'ed:
+// after a crash the file is either the old or the new state, never a mix.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "config/model.hpp"
+
+namespace srv6gw::agent {
+
+struct PersistedState {
+  config::GatewayConfig config;
+  uint64_t generation = 0;
+};
+
+// Returns "" on success, else why it failed (the previous file is then untouched).
+std::string write_state_file(const std::string& path, const config::GatewayConfig& cfg,
+                             uint64_t generation);
+
+// The file's state, checked by libyang and config::validate(), or why it is unusable.
+std::variant<PersistedState, std::string> read_state_file(const std::string& path);
+
+// What the daemon starts with: the configuration file, with the policies, steering rules and
+// local SIDs of the state file when there is a usable one (the agent owns those sections;
+// ports, capacities, addresses and actions always come from the configuration file).
+struct StartupState {
+  config::GatewayConfig config;
+  uint64_t generation = 0;
+  bool restored = false;
+  std::string set_aside;  // where an unusable state file was moved, "" if none
+};
+
+// Call before the Gateway is created (so that traffic only ever sees the restored state).
+// Missing file: the configuration file at generation 0. Unreadable, corrupt or no longer
+// valid with this configuration file (e.g. capacities lowered): logged as a critical error,
+// renamed to <path>.corrupt-<UTC time> (or .rejected-<UTC time> when it parsed but does not
+// fit), and the configuration file is used at generation 0. `state_path` "" = no persistence.
+StartupState restore_startup_state(const std::string& state_path,
+                                   const config::GatewayConfig& file_config);
+
+}  // namespace srv6gw::agent

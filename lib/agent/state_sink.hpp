@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What the agent needs from the thing that runs the configuration: publish a whole new
+// configuration (all or nothing) and report counters. The daemon adapts its
+// dataplane::Gateway with GatewaySink; tests use a fake.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/model.hpp"
+#include "dataplane/counters.hpp"
+#include "dataplane/pipeline.hpp"
+
+namespace srv6gw::agent {
+
+struct PortCounters {
+  std::string role;  // "host" / "fabric"
+  std::string name;
+  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0;
+  uint64_t rx_missed = 0, rx_errors = 0, tx_errors = 0, rx_nombuf = 0;
+};
+
+struct StatsSnapshot {
+  std::vector<PortCounters> ports;
+  std::vector<dataplane::WorkerCounters> workers;  // index = worker index
+  std::vector<dataplane::Gateway::PathStats> paths;
+};
+
+class StateSink {
+ public:
+  virtual ~StateSink() = default;
+  // Publishes `cfg` to the data plane. All or nothing: on error nothing changed. Must not
+  // block workers (the Gateway publishes lock-free). Called by one agent thread at a time.
+  virtual std::optional<config::ConfigError> apply(const config::GatewayConfig& cfg) = 0;
+  // Counters now. Any agent thread.
+  virtual StatsSnapshot stats() = 0;
+};
+
+// Adapts a dataplane::Gateway. `control_mutex` (may be null) is the daemon's lock that
+// serialises its own control-side Gateway calls (reclaim, telemetry); every Gateway call of
+// the agent is made under it. `ports` reads port counters (may be empty), e.g.
+// ethdev_port_counters below.
+class GatewaySink final : public StateSink {
+ public:
+  GatewaySink(dataplane::Gateway& gateway, std::mutex* control_mutex = nullptr,
+              std::function<std::vector<PortCounters>()> ports = {});
+  std::optional<config::ConfigError> apply(const config::GatewayConfig& cfg) override;
+  StatsSnapshot stats() override;
+
+ private:
+  dataplane::Gateway& gateway_;
+  std::mutex* control_mutex_;
+  std::function<std::vector<PortCounters>()> ports_;
+};
+
+// rte_eth_stats of one started port (control thread).
+PortCounters ethdev_port_counters(uint16_t port_id, std::string role, std::string name);
+
+}  // namespace srv6gw::agent

@@ -1,0 +1,702 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// srv6gw-ctl: the operator's command line over the gateway's gRPC API (srv6gw.v1). Tables by
+// default, --json for scripts. A refused call prints the server's message and exits 1; a
+// usage error exits 2.
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "srv6gw/v1/srv6gw.grpc.pb.h"
+
+namespace {
+
+namespace v1 = srv6gw::v1;
+using google::protobuf::Message;
+
+constexpr const char* kDefaultSocket = "/run/srv6gw/agent.sock";
+constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2;
+
+const char* kUsage =
+    "usage: srv6gw-ctl [connection] [--json] COMMAND ...\n"
+    "\n"
+    "connection (default: --socket /run/srv6gw/agent.sock):\n"
+    "  --socket PATH            the gateway's unix socket\n"
+    "  --target HOST:PORT       TCP with TLS: --ca FILE [--cert FILE --key FILE]\n"
+    "                           [--tls-server-name NAME]; or --insecure for plain TCP\n"
+    "  --timeout SECONDS        per call (default 60)\n"
+    "\n"
+    "commands:\n"
+    "  apply -f FILE|- [--dry-run] [--expected-generation N]\n"
+    "                           apply a batch of changes atomically (docs/agent.md)\n"
+    "  list policies|steering|local-sids [--policy NAME] [--page-size N]\n"
+    "  show policy NAME\n"
+    "  state                    running generation and table sizes\n"
+    "  stats                    ports, workers, policies and paths, drops by reason\n"
+    "  watch [--count N] [--kind KIND]...\n"
+    "                           stream events (KIND: config-applied, path-weight,\n"
+    "                           path-state); --count: exit after N events\n"
+    "  health [--service NAME]  grpc.health.v1 check\n";
+
+struct Cli {
+  std::string socket;
+  std::string target;
+  std::string ca, cert, key, server_name;
+  bool insecure = false;
+  bool json = false;
+  double timeout_s = 60;
+  std::vector<std::string> args;  // command and its arguments
+};
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::cerr << "srv6gw-ctl: " << msg << "\n\n" << kUsage;
+  std::exit(kExitUsage);
+}
+
+std::string read_file(const std::string& path) {
+  std::ostringstream buf;
+  if (path == "-") {
+    buf << std::cin.rdbuf();
+    return buf.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::cerr << "srv6gw-ctl: cannot read " << path << "\n";
+    std::exit(kExitFailed);
+  }
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+template <class T>
+T parse_number(const std::string& text, const char* what) {
+  T v{};
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size()) {
+    usage_error(std::string(what) + " must be a number, not '" + text + "'");
+  }
+  return v;
+}
+
+Cli parse_cli(int argc, char** argv) {
+  Cli c;
+  std::vector<std::string> a(argv + 1, argv + argc);
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto value = [&](const char* opt) -> std::string {
+      if (i + 1 >= a.size()) usage_error(std::string(opt) + " needs a value");
+      return a[++i];
+    };
+    const std::string& s = a[i];
+    if (s == "--socket") {
+      c.socket = value("--socket");
+    } else if (s == "--target") {
+      c.target = value("--target");
+    } else if (s == "--ca") {
+      c.ca = value("--ca");
+    } else if (s == "--cert") {
+      c.cert = value("--cert");
+    } else if (s == "--key") {
+      c.key = value("--key");
+    } else if (s == "--tls-server-name") {
+      c.server_name = value("--tls-server-name");
+    } else if (s == "--insecure") {
+      c.insecure = true;
+    } else if (s == "--json") {
+      c.json = true;
+    } else if (s == "--timeout") {
+      c.timeout_s = parse_number<double>(value("--timeout"), "--timeout");
+    } else if (s == "-h" || s == "--help" || s == "help") {
+      std::cout << kUsage;
+      std::exit(kExitOk);
+    } else {
+      c.args.push_back(s);
+    }
+  }
+  if (c.args.empty()) usage_error("no command");
+  if (!c.socket.empty() && !c.target.empty()) usage_error("--socket and --target exclude each other");
+  if (c.target.empty() && (!c.ca.empty() || !c.cert.empty() || !c.key.empty() || c.insecure)) {
+    usage_error("--ca, --cert, --key and --insecure go with --target");
+  }
+  if (!c.target.empty() && c.ca.empty() && !c.insecure) {
+    usage_error("--target needs --ca (TLS) or --insecure (plain TCP)");
+  }
+  if (c.cert.empty() != c.key.empty()) usage_error("--cert and --key go together");
+  if (c.socket.empty() && c.target.empty()) c.socket = kDefaultSocket;
+  return c;
+}
+
+std::shared_ptr<grpc::Channel> connect(const Cli& c, std::string& where) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  if (!c.socket.empty()) {
+    where = "unix:" + c.socket;
+    return grpc::CreateCustomChannel(where, grpc::InsecureChannelCredentials(), args);
+  }
+  where = c.target;
+  if (c.insecure && c.ca.empty()) {
+    return grpc::CreateCustomChannel(where, grpc::InsecureChannelCredentials(), args);
+  }
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = read_file(c.ca);
+  if (!c.cert.empty()) {
+    ssl.pem_cert_chain = read_file(c.cert);
+    ssl.pem_private_key = read_file(c.key);
+  }
+  if (!c.server_name.empty()) args.SetSslTargetNameOverride(c.server_name);
+  return grpc::CreateCustomChannel(where, grpc::SslCredentials(ssl), args);
+}
+
+const char* code_name(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "ERROR";
+  }
+}
+
+int fail(const grpc::Status& st, const std::string& where) {
+  std::cerr << "srv6gw-ctl: " << code_name(st.error_code()) << ": " << st.error_message();
+  if (st.error_code() == grpc::StatusCode::UNAVAILABLE) std::cerr << " (" << where << ")";
+  std::cerr << "\n";
+  return kExitFailed;
+}
+
+std::string to_json(const Message& m, bool one_line = false) {
+  google::protobuf::util::JsonPrintOptions o;
+  o.add_whitespace = !one_line;
+  o.always_print_primitive_fields = true;
+  o.preserve_proto_field_names = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
+  if (!one_line && (out.empty() || out.back() != '\n')) out += '\n';
+  return out;
+}
+
+// A plain text table: columns padded to their widest cell.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  size_t size() const { return rows_.size() - 1; }
+  void print(std::ostream& out) const {
+    std::vector<size_t> w;
+    for (const auto& r : rows_) {
+      for (size_t i = 0; i < r.size(); ++i) {
+        if (w.size() <= i) w.push_back(0);
+        w[i] = std::max(w[i], r[i].size());
+      }
+    }
+    for (const auto& r : rows_) {
+      std::string line;
+      for (size_t i = 0; i < r.size(); ++i) {
+        line += r[i];
+        if (i + 1 < r.size()) line += std::string(w[i] - r[i].size() + 2, ' ');
+      }
+      out << line << "\n";
+    }
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string lower_enum(const std::string& name, const std::string& prefix) {
+  std::string s = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+  for (char& ch : s) ch = ch == '_' ? '-' : char(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+std::string encap_text(const v1::SrPolicy& p) {
+  std::string s = lower_enum(v1::EncapMode_Name(p.encap()), "ENCAP_MODE_");
+  if (p.encap() == v1::ENCAP_MODE_USID) {
+    s += " F" + std::to_string(p.usid_format().block_bits()) +
+         std::to_string(p.usid_format().usid_bits());
+  }
+  return s;
+}
+
+std::string selection_text(const v1::SrPolicy& p) {
+  const auto& sel = p.selection();
+  std::string s = lower_enum(v1::SelectionMode_Name(sel.mode()), "SELECTION_MODE_");
+  if (sel.mode() == v1::SELECTION_MODE_FLOWLET) {
+    s += " gap " + std::to_string(sel.flowlet_gap_us()) + "us";
+  }
+  if (sel.spray_opcodes_size() > 0) {
+    s += " spray";
+    for (uint32_t op : sel.spray_opcodes()) s += " " + std::to_string(op);
+  }
+  return s;
+}
+
+std::string match_text(const v1::SteeringRule& r) {
+  switch (r.match_case()) {
+    case v1::SteeringRule::kExact:
+      return "exact " + r.exact().destination() + " qp " + std::to_string(r.exact().dest_qp());
+    case v1::SteeringRule::kDestination:
+      return "destination " + r.destination();
+    case v1::SteeringRule::kQpRange: {
+      std::string s = "qp " + std::to_string(r.qp_range().qp_low()) + "-" +
+                      std::to_string(r.qp_range().qp_high());
+      if (!r.qp_range().destination().empty()) s += " of " + r.qp_range().destination();
+      return s;
+    }
+    case v1::SteeringRule::kPrefix:
+      return "prefix " + r.prefix();
+    default:
+      return "?";
+  }
+}
+
+struct Ctx {
+  Cli cli;
+  std::string where;
+  std::unique_ptr<v1::Gateway::Stub> stub;
+  std::shared_ptr<grpc::Channel> channel;
+
+  void deadline(grpc::ClientContext& ctx) const {
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::milliseconds(int64_t(cli.timeout_s * 1000)));
+  }
+};
+
+// Options of a subcommand: --name VALUE pairs and flags, after the positional words.
+struct SubArgs {
+  std::vector<std::string> words;
+  std::multimap<std::string, std::string> opts;
+  std::vector<std::string> flags;
+
+  std::optional<std::string> get(const std::string& name) const {
+    auto it = opts.find(name);
+    return it == opts.end() ? std::nullopt : std::optional<std::string>(it->second);
+  }
+  bool has(const std::string& flag) const {
+    return std::find(flags.begin(), flags.end(), flag) != flags.end();
+  }
+};
+
+SubArgs sub_args(const std::vector<std::string>& a, size_t from,
+                 const std::vector<std::string>& with_value,
+                 const std::vector<std::string>& flags) {
+  SubArgs s;
+  for (size_t i = from; i < a.size(); ++i) {
+    if (std::find(with_value.begin(), with_value.end(), a[i]) != with_value.end()) {
+      if (i + 1 >= a.size()) usage_error(a[i] + " needs a value");
+      s.opts.emplace(a[i], a[i + 1]);
+      ++i;
+    } else if (std::find(flags.begin(), flags.end(), a[i]) != flags.end()) {
+      s.flags.push_back(a[i]);
+    } else if (a[i].rfind("-", 0) == 0 && a[i] != "-") {
+      usage_error("unknown option " + a[i] + " for " + a[0]);
+    } else {
+      s.words.push_back(a[i]);
+    }
+  }
+  return s;
+}
+
+int cmd_apply(Ctx& c) {
+  const SubArgs s = sub_args(c.cli.args, 1, {"-f", "--expected-generation"}, {"--dry-run"});
+  const auto file = s.get("-f");
+  if (!file) usage_error("apply needs -f FILE (or -f - for stdin)");
+  if (!s.words.empty()) usage_error("unexpected argument " + s.words[0]);
+  v1::ApplyRequest req;
+  google::protobuf::util::JsonParseOptions po;
+  po.ignore_unknown_fields = false;
+  auto parsed = google::protobuf::util::JsonStringToMessage(read_file(*file), &req, po);
+  if (!parsed.ok()) {
+    std::cerr << "srv6gw-ctl: " << *file << ": not a changes file: " << parsed.message()
+              << "\n";
+    return kExitFailed;
+  }
+  if (s.has("--dry-run")) req.set_dry_run(true);
+  if (auto g = s.get("--expected-generation")) {
+    req.set_expected_generation(parse_number<uint64_t>(*g, "--expected-generation"));
+  }
+  grpc::ClientContext ctx;
+  c.deadline(ctx);
+  v1::ApplyResponse resp;
+  auto st = c.stub->Apply(&ctx, req, &resp);
+  if (!st.ok()) return fail(st, c.where);
+  if (c.cli.json) {
+    std::cout << to_json(resp);
+    return kExitOk;
+  }
+  const auto& n = resp.counts();
+  std::cout << (resp.dry_run() ? "dry run: would apply" : "applied") << " " << req.changes_size()
+            << " changes" << (resp.dry_run() ? " at" : ": now at") << " generation "
+            << resp.generation() << "\n"
+            << "  policies    +" << n.policies_upserted() << " -" << n.policies_deleted() << "\n"
+            << "  steering    +" << n.steering_upserted() << " -" << n.steering_deleted() << "\n"
+            << "  local SIDs  +" << n.local_sids_upserted() << " -" << n.local_sids_deleted()
+            << "\n";
+  return kExitOk;
+}
+
+int list_policies(Ctx& c, const SubArgs& s) {
+  v1::ListPoliciesRequest req;
+  if (auto p = s.get("--page-size")) req.set_page_size(parse_number<uint32_t>(*p, "--page-size"));
+  v1::ListPoliciesResponse all;
+  Table t({"NAME", "COLOR", "ENDPOINT", "ENCAP", "SELECTION", "SEGMENT-LISTS"});
+  for (;;) {
+    grpc::ClientContext ctx;
+    c.deadline(ctx);
+    v1::ListPoliciesResponse resp;
+    auto st = c.stub->ListPolicies(&ctx, req, &resp);
+    if (!st.ok()) return fail(st, c.where);
+    for (const auto& p : resp.policies()) {
+      std::string lists;
+      for (const auto& sl : p.segment_lists()) {
+        if (!lists.empty()) lists += ", ";
+        lists += sl.name() + " (" + std::to_string(sl.path_id()) + ", w" +
+                 std::to_string(sl.weight()) + (sl.backup() ? ", backup" : "") + ")";
+      }
+      t.add({p.name(), std::to_string(p.color()), p.endpoint().empty() ? "-" : p.endpoint(),
+             encap_text(p), selection_text(p), lists});
+    }
+    all.mutable_policies()->MergeFrom(resp.policies());
+    all.set_generation(resp.generation());
+    all.set_total(resp.total());
+    if (resp.next_page_token().empty()) break;
+    req.set_page_token(resp.next_page_token());
+  }
+  if (c.cli.json) {
+    std::cout << to_json(all);
+  } else {
+    t.print(std::cout);
+    std::cout << t.size() << " policies at generation " << all.generation() << "\n";
+  }
+  return kExitOk;
+}
+
+int list_steering(Ctx& c, const SubArgs& s) {
+  v1::ListSteeringRequest req;
+  if (auto p = s.get("--page-size")) req.set_page_size(parse_number<uint32_t>(*p, "--page-size"));
+  if (auto p = s.get("--policy")) req.set_policy(*p);
+  v1::ListSteeringResponse all;
+  uint64_t count = 0, generation = 0;
+  bool header = true;
+  for (;;) {
+    grpc::ClientContext ctx;
+    c.deadline(ctx);
+    v1::ListSteeringResponse resp;
+    auto st = c.stub->ListSteering(&ctx, req, &resp);
+    if (!st.ok()) return fail(st, c.where);
+    generation = resp.generation();
+    count += uint64_t(resp.rules_size());
+    if (c.cli.json) {
+      all.mutable_rules()->MergeFrom(resp.rules());
+      all.set_generation(resp.generation());
+      all.set_total(resp.total());
+    } else {
+      // Page by page: a million rules should not wait for the last page to show.
+      Table t({"ID", "MATCH", "DSCP", "POLICY"});
+      for (const auto& r : resp.rules()) {
+        t.add({std::to_string(r.id()), match_text(r),
+               r.has_dscp() ? std::to_string(r.dscp()) : "any", r.policy()});
+      }
+      if (!header) {
+        std::ostringstream buf;
+        t.print(buf);
+        std::string text = buf.str();
+        std::cout << text.substr(text.find('\n') + 1);
+      } else {
+        t.print(std::cout);
+      }
+      header = false;
+    }
+    if (resp.next_page_token().empty()) break;
+    req.set_page_token(resp.next_page_token());
+  }
+  if (c.cli.json) {
+    std::cout << to_json(all);
+  } else {
+    std::cout << count << " steering rules at generation " << generation << "\n";
+  }
+  return kExitOk;
+}
+
+int list_local_sids(Ctx& c, const SubArgs& s) {
+  v1::ListLocalSidsRequest req;
+  if (auto p = s.get("--page-size")) req.set_page_size(parse_number<uint32_t>(*p, "--page-size"));
+  v1::ListLocalSidsResponse all;
+  Table t({"SID", "BEHAVIOR"});
+  for (;;) {
+    grpc::ClientContext ctx;
+    c.deadline(ctx);
+    v1::ListLocalSidsResponse resp;
+    auto st = c.stub->ListLocalSids(&ctx, req, &resp);
+    if (!st.ok()) return fail(st, c.where);
+    for (const auto& l : resp.local_sids()) {
+      t.add({l.sid(), lower_enum(v1::LocalSidBehavior_Name(l.behavior()), "LOCAL_SID_BEHAVIOR_")});
+    }
+    all.mutable_local_sids()->MergeFrom(resp.local_sids());
+    all.set_generation(resp.generation());
+    all.set_total(resp.total());
+    if (resp.next_page_token().empty()) break;
+    req.set_page_token(resp.next_page_token());
+  }
+  if (c.cli.json) {
+    std::cout << to_json(all);
+  } else {
+    t.print(std::cout);
+    std::cout << t.size() << " local SIDs at generation " << all.generation() << "\n";
+  }
+  return kExitOk;
+}
+
+int cmd_list(Ctx& c) {
+  const SubArgs s = sub_args(c.cli.args, 1, {"--page-size", "--policy"}, {});
+  if (s.words.size() != 1) usage_error("list policies|steering|local-sids");
+  const std::string& what = s.words[0];
+  if (s.get("--policy") && what != "steering") usage_error("--policy filters steering rules");
+  if (what == "policies") return list_policies(c, s);
+  if (what == "steering") return list_steering(c, s);
+  if (what == "local-sids") return list_local_sids(c, s);
+  usage_error("list what? policies, steering or local-sids, not '" + what + "'");
+}
+
+int cmd_show(Ctx& c) {
+  const SubArgs s = sub_args(c.cli.args, 1, {}, {});
+  if (s.words.size() != 2 || s.words[0] != "policy") usage_error("show policy NAME");
+  grpc::ClientContext ctx;
+  c.deadline(ctx);
+  v1::GetPolicyRequest req;
+  req.set_name(s.words[1]);
+  v1::SrPolicy p;
+  auto st = c.stub->GetPolicy(&ctx, req, &p);
+  if (!st.ok()) return fail(st, c.where);
+  if (c.cli.json) {
+    std::cout << to_json(p);
+    return kExitOk;
+  }
+  std::cout << "policy " << p.name() << "\n"
+            << "  color      " << p.color() << "\n"
+            << "  endpoint   " << (p.endpoint().empty() ? "-" : p.endpoint()) << "\n"
+            << "  source     " << (p.source_address().empty() ? "(gateway)" : p.source_address())
+            << "\n"
+            << "  encap      " << encap_text(p) << "\n"
+            << "  selection  " << selection_text(p) << "\n";
+  Table t({"  SEGMENT-LIST", "PATH-ID", "WEIGHT", "ROLE", "SIDS"});
+  for (const auto& sl : p.segment_lists()) {
+    std::string sids;
+    for (const auto& sid : sl.sids()) sids += (sids.empty() ? "" : " ") + sid;
+    t.add({"  " + sl.name(), std::to_string(sl.path_id()), std::to_string(sl.weight()),
+           sl.backup() ? "backup" : "primary", sids});
+  }
+  t.print(std::cout);
+  return kExitOk;
+}
+
+int cmd_state(Ctx& c) {
+  grpc::ClientContext ctx;
+  c.deadline(ctx);
+  v1::GetStateResponse st;
+  auto s = c.stub->GetState(&ctx, {}, &st);
+  if (!s.ok()) return fail(s, c.where);
+  if (c.cli.json) {
+    std::cout << to_json(st);
+    return kExitOk;
+  }
+  std::cout << "generation     " << st.generation() << "\n"
+            << "policies       " << st.policies() << "\n"
+            << "steering rules " << st.steering_rules() << "\n"
+            << "local SIDs     " << st.local_sids() << "\n"
+            << "state file     " << (st.state_file().empty() ? "(not persisted)" : st.state_file())
+            << "\n";
+  return kExitOk;
+}
+
+int cmd_stats(Ctx& c) {
+  grpc::ClientContext ctx;
+  c.deadline(ctx);
+  v1::Stats s;
+  auto st = c.stub->GetStats(&ctx, {}, &s);
+  if (!st.ok()) return fail(st, c.where);
+  if (c.cli.json) {
+    std::cout << to_json(s);
+    return kExitOk;
+  }
+  auto n = [](uint64_t v) { return std::to_string(v); };
+  std::cout << "generation " << s.generation() << "\n\n";
+  if (s.ports_size() > 0) {
+    Table t({"PORT", "NAME", "RX-PKTS", "RX-BYTES", "TX-PKTS", "TX-BYTES", "MISSED", "RX-ERR",
+             "TX-ERR", "NO-MBUF"});
+    for (const auto& p : s.ports()) {
+      t.add({p.role(), p.name(), n(p.rx_packets()), n(p.rx_bytes()), n(p.tx_packets()),
+             n(p.tx_bytes()), n(p.rx_missed()), n(p.rx_errors()), n(p.tx_errors()),
+             n(p.rx_nombuf())});
+    }
+    t.print(std::cout);
+    std::cout << "\n";
+  }
+  {
+    Table t({"WORKER", "RX-HOST", "RX-FABRIC", "TX-HOST", "TX-FABRIC", "ENCAP", "DECAP",
+             "PASS-H2F", "PASS-F2H", "CNP", "OUTER-CE", "CE-MARKED", "DROPS"});
+    for (const auto& w : s.workers()) {
+      uint64_t drops = 0;
+      for (const auto& d : w.drops()) drops += d.value();
+      t.add({n(w.index()), n(w.rx_host()), n(w.rx_fabric()), n(w.tx_host()), n(w.tx_fabric()),
+             n(w.encap()), n(w.decap()), n(w.passed_host_to_fabric()),
+             n(w.passed_fabric_to_host()), n(w.cnp_seen()), n(w.outer_ce_seen()),
+             n(w.inner_ce_marked()), n(drops)});
+    }
+    t.print(std::cout);
+    std::cout << "\n";
+  }
+  if (s.policies_size() > 0) {
+    Table t({"POLICY", "SEGMENT-LIST", "PATH-ID", "WEIGHT", "FACTOR", "PACKETS", "BYTES"});
+    for (const auto& p : s.policies()) {
+      for (const auto& path : p.paths()) {
+        char factor[32];
+        std::snprintf(factor, sizeof factor, "%.3g", path.factor());
+        t.add({p.name(), path.segment_list(), n(path.path_id()), n(path.weight()), factor,
+               n(path.packets()), n(path.bytes())});
+      }
+    }
+    t.print(std::cout);
+    std::cout << "\n";
+  }
+  Table t({"DROP-REASON", "PACKETS"});
+  for (const auto& d : s.drops()) {
+    if (d.value() != 0) t.add({d.name(), n(d.value())});
+  }
+  if (t.size() == 0) {
+    std::cout << "no drops\n";
+  } else {
+    t.print(std::cout);
+  }
+  return kExitOk;
+}
+
+std::string event_line(const v1::Event& e) {
+  const std::time_t secs = std::time_t(e.time_unix_ns() / 1000000000u);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+  char frac[16];
+  std::snprintf(frac, sizeof frac, ".%06uZ", unsigned(e.time_unix_ns() / 1000u % 1000000u));
+  std::string s = std::string(when) + frac + " gen " + std::to_string(e.generation()) + " " +
+                  lower_enum(v1::EventKind_Name(e.kind()), "EVENT_KIND_");
+  if (e.has_config_applied()) {
+    const auto& n = e.config_applied().counts();
+    s += " policies +" + std::to_string(n.policies_upserted()) + " -" +
+         std::to_string(n.policies_deleted()) + " steering +" +
+         std::to_string(n.steering_upserted()) + " -" + std::to_string(n.steering_deleted()) +
+         " local-sids +" + std::to_string(n.local_sids_upserted()) + " -" +
+         std::to_string(n.local_sids_deleted()) + " from " + e.config_applied().origin();
+  } else if (e.has_path()) {
+    const auto& p = e.path();
+    char f[64];
+    std::snprintf(f, sizeof f, "factor %.3g -> %.3g", p.old_factor(), p.new_factor());
+    s += " " + p.policy() + "/" + p.segment_list() + " (path " + std::to_string(p.path_id()) +
+         ") " + f + " " + lower_enum(v1::PathState_Name(p.old_state()), "PATH_STATE_") + " -> " +
+         lower_enum(v1::PathState_Name(p.new_state()), "PATH_STATE_");
+    if (!p.reason().empty()) s += ": " + p.reason();
+  } else if (e.kind() == v1::EVENT_KIND_EVENTS_LOST) {
+    s += " " + std::to_string(e.lost()) + " events lost (this watcher fell behind)";
+  }
+  return s;
+}
+
+int cmd_watch(Ctx& c) {
+  const SubArgs s = sub_args(c.cli.args, 1, {"--count", "--kind"}, {});
+  if (!s.words.empty()) usage_error("unexpected argument " + s.words[0]);
+  uint64_t count = 0;
+  if (auto v = s.get("--count")) count = parse_number<uint64_t>(*v, "--count");
+  v1::WatchEventsRequest req;
+  for (auto [it, end] = s.opts.equal_range("--kind"); it != end; ++it) {
+    std::string name = "EVENT_KIND_" + it->second;
+    for (char& ch : name) ch = ch == '-' ? '_' : char(std::toupper(static_cast<unsigned char>(ch)));
+    v1::EventKind k;
+    if (!v1::EventKind_Parse(name, &k) || k == v1::EVENT_KIND_UNSPECIFIED) {
+      usage_error("unknown event kind '" + it->second + "'");
+    }
+    req.add_kinds(k);
+  }
+  grpc::ClientContext ctx;
+  auto reader = c.stub->WatchEvents(&ctx, req);
+  v1::Event e;
+  uint64_t seen = 0;
+  while (reader->Read(&e)) {
+    std::cout << (c.cli.json ? to_json(e, true) : event_line(e)) << std::endl;
+    if (e.kind() != v1::EVENT_KIND_SUBSCRIBED && count != 0 && ++seen >= count) {
+      ctx.TryCancel();
+      reader->Finish();
+      return kExitOk;
+    }
+  }
+  auto st = reader->Finish();
+  return st.ok() ? kExitOk : fail(st, c.where);
+}
+
+int cmd_health(Ctx& c) {
+  const SubArgs s = sub_args(c.cli.args, 1, {"--service"}, {});
+  if (!s.words.empty()) usage_error("unexpected argument " + s.words[0]);
+  auto health = grpc::health::v1::Health::NewStub(c.channel);
+  grpc::ClientContext ctx;
+  c.deadline(ctx);
+  grpc::health::v1::HealthCheckRequest req;
+  req.set_service(s.get("--service").value_or(""));
+  grpc::health::v1::HealthCheckResponse resp;
+  auto st = health->Check(&ctx, req, &resp);
+  if (!st.ok()) return fail(st, c.where);
+  const std::string status = grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status());
+  if (c.cli.json) {
+    std::cout << to_json(resp);
+  } else {
+    std::cout << status << "\n";
+  }
+  return resp.status() == grpc::health::v1::HealthCheckResponse::SERVING ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Ctx c;
+  c.cli = parse_cli(argc, argv);
+  c.channel = connect(c.cli, c.where);
+  c.stub = v1::Gateway::NewStub(c.channel);
+  const std::string& cmd = c.cli.args[0];
+  if (cmd == "apply") return cmd_apply(c);
+  if (cmd == "list") return cmd_list(c);
+  if (cmd == "show") return cmd_show(c);
+  if (cmd == "state") return cmd_state(c);
+  if (cmd == "stats") return cmd_stats(c);
+  if (cmd == "watch") return cmd_watch(c);
+  if (cmd == "health") return cmd_health(c);
+  usage_error("unknown command '" + cmd + "'");
+}

@@ -160,6 +160,37 @@ def telemetry_socket(prefix):
     return os.path.join(runtime_dir(prefix), "dpdk_telemetry.v2")
 
 
+def telemetry_query(prefix, command, timeout=5.0):
+    """One DPDK telemetry command over the v2 socket (what dpdk-telemetry.py does);
+    returns the decoded reply value, or None when the gateway does not answer."""
+    import json
+    import socket
+    path = telemetry_socket(prefix)
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.settimeout(timeout)
+            s.connect(path)
+            s.recv(1024)  # greeting: version, pid, max output length
+            s.send(command.encode())
+            reply = json.loads(s.recv(1 << 20).decode())
+            return reply.get(command.split(",")[0])
+    except (OSError, ValueError):
+        return None
+
+
+def wait_forwarding(prefix, timeout=30):
+    """True once the gateway's workers have received packets. The telemetry socket appears
+    during EAL init, before ports, pdump and workers are up: secondary processes such as
+    dpdk-dumpcap must not attach before this."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        stats = telemetry_query(prefix, "/srv6gw/stats")
+        if isinstance(stats, dict) and (stats.get("rx_host", 0) or stats.get("rx_fabric", 0)):
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def tshark_fields(pcap, fields, display_filter=None):
     """One list of field values per frame (multi-valued fields joined by ',')."""
     cmd = ["tshark", "-r", pcap, "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,"]

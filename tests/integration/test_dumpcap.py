@@ -21,6 +21,7 @@ p = gwlib.start(eal, ["--config", gwlib.DEMO_JSON, "--host-port", "net_pcap0",
                       "--fabric-port", "net_null0", "--stats-interval", "0", "--duration", "90"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 gwlib.check(gwlib.wait_for_file(gwlib.telemetry_socket(prefix), 30), "gateway did not start")
+gwlib.check(gwlib.wait_forwarding(prefix, 30), "gateway did not start forwarding")
 
 WANT = 200
 

@@ -195,7 +195,14 @@ bool configure_and_start(PortSetup& port, uint16_t queues, rte_mempool* pool, bo
   // Frames up to the data room minus Ethernet header, two VLAN tags and FCS.
   uint32_t want_mtu = uint32_t(kPacketDataRoom) - RTE_PKTMBUF_HEADROOM - RTE_ETHER_HDR_LEN -
                       2 * RTE_VLAN_HLEN - RTE_ETHER_CRC_LEN;
-  port.mtu = uint16_t(std::min<uint32_t>(want_mtu, info.max_mtu));
+  // The device's frame limit binds too: some PMDs (net_af_packet: 1518) state max_rx_pktlen
+  // and leave max_mtu at UINT16_MAX, and rte_eth_dev_configure refuses MTU + overhead above
+  // it. Overhead as ethdev computes it (eth_dev_get_overhead_len).
+  const uint32_t overhead = (info.max_mtu != UINT16_MAX && info.max_rx_pktlen > info.max_mtu)
+                                ? info.max_rx_pktlen - info.max_mtu
+                                : uint32_t(RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN);
+  const uint32_t frame_mtu = info.max_rx_pktlen > overhead ? info.max_rx_pktlen - overhead : 0;
+  port.mtu = uint16_t(std::min({want_mtu, uint32_t(info.max_mtu), frame_mtu}));
   if (port.mtu >= info.min_mtu) conf.rxmode.mtu = port.mtu;
 
   if (want_multiseg && (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)) {

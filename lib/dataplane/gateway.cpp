@@ -45,6 +45,7 @@ class GatewayImpl final : public Gateway {
       w->multiseg_tx = env.fabric_multiseg_tx;
       w->host_port_mac = env.host_port_mac;
       w->fabric_port_mac = env.fabric_port_mac;
+      w->learned_host_mac = &learned_host_mac_;
       workers_.push_back(std::move(w));
     }
     layouts_.resize(runtime_->slot_capacity());
@@ -138,6 +139,7 @@ class GatewayImpl final : public Gateway {
   rte_rcu_qsbr* qsbr_ = nullptr;
   std::unique_ptr<policy::Runtime> runtime_;
   std::vector<std::unique_ptr<WorkerContext>> workers_;
+  LearnedMac learned_host_mac_;
   mutable std::mutex stats_mutex_;  // layouts_ and baselines_ (control threads)
   std::vector<SlotLayout> layouts_;
   std::vector<std::array<PathCounter, policy::kMaxPaths>> baselines_;

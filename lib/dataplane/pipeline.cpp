@@ -152,6 +152,16 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
   ++c.bursts;
   for (unsigned i = 0; i < kPrefetchAhead && i < n; ++i)
     rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
+  // Learn the host RNIC's MAC from what it sends, once per burst (before the burst is
+  // rewritten), so decapsulated frames reach it without configuration. The shared line is
+  // written only when the MAC changes.
+  if (n > 0 && !view.settings.has_host_mac && pkts[0]->data_len >= 12) {
+    const uint64_t mac = pack_mac(rte_pktmbuf_mtod(pkts[0], const uint8_t*) + 6);
+    if (unlikely(mac != w.last_learned_host_mac) && !(mac >> 40 & 0x01)) {  // not multicast
+      w.last_learned_host_mac = mac;
+      w.learned_host_mac->packed.store(mac, std::memory_order_relaxed);
+    }
+  }
   for (uint16_t i = 0; i < n; ++i) {
     if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
     rte_mbuf* m = pkts[i];
@@ -191,6 +201,12 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
   const policy::View& view = *w.runtime->view();
   const policy::Settings& s = view.settings;
   const policy::LocalSidTable& sids = *view.local_sids;
+  // Destination MAC toward the host: configured, else learned, else (nothing learned yet)
+  // the frame's own destination is kept.
+  uint8_t learned_mac[6];
+  const uint64_t learned =
+      s.has_host_mac ? 0 : w.learned_host_mac->packed.load(std::memory_order_relaxed);
+  unpack_mac(learned, learned_mac);
   uint16_t n_out = 0;
   ++c.bursts;
   for (unsigned i = 0; i < kPrefetchAhead && i < n; ++i)
@@ -266,7 +282,10 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
     const uint8_t* dst_mac = macs;
     const uint8_t* src_mac = macs + 6;
     if (!s.transparent_mac) {
-      if (s.has_host_mac) dst_mac = s.host_mac.bytes.data();
+      if (s.has_host_mac)
+        dst_mac = s.host_mac.bytes.data();
+      else if (learned != 0)
+        dst_mac = learned_mac;
       src_mac = w.host_port_mac.bytes.data();
     }
     write_eth(eth, dst_mac, src_mac,

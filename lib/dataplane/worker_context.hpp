@@ -7,6 +7,7 @@
 #include <rte_mempool.h>
 #include <rte_rcu_qsbr.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -22,6 +23,23 @@ struct PathCounter {
   uint64_t bytes = 0;  // encapsulated frame bytes sent toward the fabric
 };
 
+// The host RNIC's MAC as learned from frames the host sends (used when the configuration
+// has no host-mac). Packed into the low 48 bits; 0 = nothing learned yet. Written by any
+// worker, at most once per burst and only when it changed (relaxed store); read by every
+// worker once per fabric burst (relaxed load). Its own cache line: it is shared.
+struct alignas(64) LearnedMac {
+  std::atomic<uint64_t> packed{0};
+};
+
+inline uint64_t pack_mac(const uint8_t* mac) {
+  uint64_t v = 0;
+  for (int i = 0; i < 6; ++i) v = v << 8 | mac[i];
+  return v;
+}
+inline void unpack_mac(uint64_t v, uint8_t* mac) {
+  for (int i = 5; i >= 0; --i, v >>= 8) mac[i] = uint8_t(v);
+}
+
 struct alignas(64) WorkerContext {
   // Written by the worker (plain increments), read racily by the control thread.
   WorkerCounters counters;
@@ -34,8 +52,10 @@ struct alignas(64) WorkerContext {
   bool multiseg_tx = false;
   net::MacAddr host_port_mac;
   net::MacAddr fabric_port_mac;
+  LearnedMac* learned_host_mac = nullptr;  // shared by all workers of one Gateway
 
   // Worker-private.
+  uint64_t last_learned_host_mac = 0;  // what this worker last stored (avoids shared writes)
   policy::SelectorState selector;
   // [slot * policy::kMaxPaths + path]: written by the worker, summed by Gateway::path_stats.
   std::unique_ptr<PathCounter[]> path_counters;

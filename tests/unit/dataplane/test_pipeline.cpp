@@ -427,6 +427,30 @@ TEST_F(PipelineTest, DecapDx4Dx6Dt46) {
   EXPECT_EQ(c().decap_status[size_t(srv6::DecapStatus::ok)], 8u);
 }
 
+TEST_F(PipelineTest, HostMacLearnedFromHostTrafficWhenNotConfigured) {
+  config::GatewayConfig cfg = gateway_config({"fc00:1::1"});
+  cfg.host_mac.reset();
+  create(cfg);
+  RoceSpec v4;
+  const Bytes inner = testing::roce_ip_packet(v4);
+  const Bytes in = fabric_frame(testing::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0, {}, 9, 4,
+                                                     inner));
+  // Nothing learned yet: the frame keeps the destination it arrived with.
+  EXPECT_EQ(run(in, false), testing::ethernet({kFabricPortMac, kHostPortMac, {}, {}}, 0x0800,
+                                               inner));
+  // The host speaks (any frame, here RoCE toward the fabric): its source MAC is learned.
+  const net::MacAddr rnic = testing::mac("02:00:00:00:05:05");
+  testing::L2Spec from_host;
+  from_host.src = rnic;
+  ASSERT_FALSE(run(testing::roce_frame(v4, from_host), true).empty());
+  EXPECT_EQ(run(in, false), testing::ethernet({rnic, kHostPortMac, {}, {}}, 0x0800, inner));
+  // A multicast source (never a host's own address) is not learned.
+  testing::L2Spec bogus;
+  bogus.src = testing::mac("03:00:00:00:06:06");
+  ASSERT_FALSE(run(testing::roce_frame(v4, bogus), true).empty());
+  EXPECT_EQ(run(in, false), testing::ethernet({rnic, kHostPortMac, {}, {}}, 0x0800, inner));
+}
+
 TEST_F(PipelineTest, DecapRfc6040AndFeedbackCounters) {
   create(gateway_config({"fc00:1::1"}));
   RoceSpec cnp;

@@ -124,7 +124,8 @@ Cli parse_cli(int argc, char** argv) {
     }
   }
   if (c.args.empty()) usage_error("no command");
-  if (!c.socket.empty() && !c.target.empty()) usage_error("--socket and --target exclude each other");
+  if (!c.socket.empty() && !c.target.empty())
+    usage_error("--socket and --target exclude each other");
   if (c.target.empty() && (!c.ca.empty() || !c.cert.empty() || !c.key.empty() || c.insecure)) {
     usage_error("--ca, --cert, --key and --insecure go with --target");
   }
@@ -337,8 +338,7 @@ int cmd_apply(Ctx& c) {
   po.ignore_unknown_fields = false;
   auto parsed = google::protobuf::util::JsonStringToMessage(read_file(*file), &req, po);
   if (!parsed.ok()) {
-    std::cerr << "srv6gw-ctl: " << *file << ": not a changes file: " << parsed.message()
-              << "\n";
+    std::cerr << "srv6gw-ctl: " << *file << ": not a changes file: " << parsed.message() << "\n";
     return kExitFailed;
   }
   if (s.has("--dry-run")) req.set_dry_run(true);
@@ -563,15 +563,14 @@ int cmd_stats(Ctx& c) {
     std::cout << "\n";
   }
   {
-    Table t({"WORKER", "RX-HOST", "RX-FABRIC", "TX-HOST", "TX-FABRIC", "ENCAP", "DECAP",
-             "PASS-H2F", "PASS-F2H", "CNP", "OUTER-CE", "CE-MARKED", "DROPS"});
+    Table t({"WORKER", "RX-HOST", "RX-FABRIC", "TX-HOST", "TX-FABRIC", "ENCAP", "DECAP", "PASS-H2F",
+             "PASS-F2H", "CNP", "OUTER-CE", "CE-MARKED", "DROPS"});
     for (const auto& w : s.workers()) {
       uint64_t drops = 0;
       for (const auto& d : w.drops()) drops += d.value();
       t.add({n(w.index()), n(w.rx_host()), n(w.rx_fabric()), n(w.tx_host()), n(w.tx_fabric()),
-             n(w.encap()), n(w.decap()), n(w.passed_host_to_fabric()),
-             n(w.passed_fabric_to_host()), n(w.cnp_seen()), n(w.outer_ce_seen()),
-             n(w.inner_ce_marked()), n(drops)});
+             n(w.encap()), n(w.decap()), n(w.passed_host_to_fabric()), n(w.passed_fabric_to_host()),
+             n(w.cnp_seen()), n(w.outer_ce_seen()), n(w.inner_ce_marked()), n(drops)});
     }
     t.print(std::cout);
     std::cout << "\n";
@@ -674,7 +673,8 @@ int cmd_health(Ctx& c) {
   grpc::health::v1::HealthCheckResponse resp;
   auto st = health->Check(&ctx, req, &resp);
   if (!st.ok()) return fail(st, c.where);
-  const std::string status = grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status());
+  const std::string status =
+      grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status());
   if (c.cli.json) {
     std::cout << to_json(resp);
   } else {

@@ -27,6 +27,7 @@
 #include <sstream>
 
 #include "agent/convert.hpp"
+#include "grpc/health/v1/health.pb.h"
 #include "srv6gw/v1/srv6gw.grpc.pb.h"
 
 namespace srv6gw::agent {
@@ -201,7 +202,7 @@ bool prepare_unix_socket(const std::string& path, std::string& error) {
       return false;
     }
   }
-  struct stat st{};
+  struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return true;
   if (!S_ISSOCK(st.st_mode)) {
     error = path + " exists and is not a socket: not replacing it";
@@ -266,8 +267,7 @@ struct Agent::Impl final : public v1::Gateway::Service {
     Batch batch(*base, req->changes());
     if (auto e = batch.run()) {
       spdlog::warn("agent: {}refused a batch of {} changes from {}: {}",
-                   req->dry_run() ? "dry run " : "", req->changes_size(), ctx->peer(),
-                   e->message);
+                   req->dry_run() ? "dry run " : "", req->changes_size(), ctx->peer(), e->message);
       return grpc::Status(e->code == BatchCode::not_found ? grpc::StatusCode::NOT_FOUND
                                                           : grpc::StatusCode::INVALID_ARGUMENT,
                           e->message);
@@ -297,13 +297,14 @@ struct Agent::Impl final : public v1::Gateway::Service {
           !why.empty()) {
         spdlog::error("agent: cannot persist generation {}: {}; rolling back", generation, why);
         if (auto e = sink.apply(base->config)) {
-          spdlog::critical("agent: ROLLBACK FAILED, the data plane runs an unpersisted "
-                           "configuration: {}: {}",
-                           e->path, e->message);
+          spdlog::critical(
+              "agent: ROLLBACK FAILED, the data plane runs an unpersisted "
+              "configuration: {}: {}",
+              e->path, e->message);
         }
-        return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                            "the state could not be persisted (" + why +
-                                "); the change was rolled back");
+        return grpc::Status(
+            grpc::StatusCode::UNAVAILABLE,
+            "the state could not be persisted (" + why + "); the change was rolled back");
       }
     }
     const double persist_ms = ms_since(t2);
@@ -540,7 +541,9 @@ struct Agent::Impl final : public v1::Gateway::Service {
 
 Agent::Agent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Agent::~Agent() { stop(); }
+Agent::~Agent() {
+  stop();
+}
 
 std::unique_ptr<Agent> Agent::start(const AgentOptions& options, StateSink& sink,
                                     const config::GatewayConfig& running, uint64_t generation,
@@ -565,8 +568,8 @@ std::unique_ptr<Agent> Agent::start(const AgentOptions& options, StateSink& sink
     const std::string probe = options.state_path + ".probe-" + std::to_string(::getpid());
     std::ofstream f(probe);
     if (!f) {
-      error = "cannot write in the directory of the agent state file " + options.state_path +
-              ": " + std::strerror(errno);
+      error = "cannot write in the directory of the agent state file " + options.state_path + ": " +
+              std::strerror(errno);
       return nullptr;
     }
     f.close();
@@ -579,8 +582,9 @@ std::unique_ptr<Agent> Agent::start(const AgentOptions& options, StateSink& sink
       !options.tls_cert.empty() || !options.tls_key.empty() || !options.tls_client_ca.empty();
   if (is_unix_listen(listen)) {
     if (any_tls) {
-      error = "the --agent-tls-* options are for a TCP listener (--agent-listen HOST:PORT); a "
-              "unix socket is protected by its file permissions";
+      error =
+          "the --agent-tls-* options are for a TCP listener (--agent-listen HOST:PORT); a "
+          "unix socket is protected by its file permissions";
       return nullptr;
     }
     impl->socket_path = unix_socket_path(listen);
@@ -625,6 +629,9 @@ std::unique_ptr<Agent> Agent::start(const AgentOptions& options, StateSink& sink
   std::call_once(grpc_init, [] {
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+    // gRPC serves health checks from its own (upb) code; linking our compiled schema puts
+    // grpc.health.v1 in the descriptor pool so that reflection can describe it (grpcurl).
+    (void)grpc::health::v1::HealthCheckRequest::descriptor();
   });
 
   grpc::ServerBuilder builder;
@@ -673,13 +680,21 @@ void Agent::stop() {
   });
 }
 
-EventBus& Agent::events() { return impl_->bus; }
+EventBus& Agent::events() {
+  return impl_->bus;
+}
 
-uint64_t Agent::generation() const { return impl_->snapshot()->generation; }
+uint64_t Agent::generation() const {
+  return impl_->snapshot()->generation;
+}
 
-std::shared_ptr<const AgentState> Agent::state() const { return impl_->snapshot(); }
+std::shared_ptr<const AgentState> Agent::state() const {
+  return impl_->snapshot();
+}
 
-const std::string& Agent::address() const { return impl_->address; }
+const std::string& Agent::address() const {
+  return impl_->address;
+}
 
 std::shared_ptr<grpc::Channel> Agent::in_process_channel() {
   grpc::ChannelArguments args;

@@ -70,8 +70,7 @@ bool split_keyed(std::string_view path, std::string_view prefix, std::string& ke
   if (path.empty() || (path[0] != '\'' && path[0] != '"')) return false;
   const char q = path[0];
   const auto end = path.find(q, 1);
-  if (end == std::string_view::npos || end + 1 >= path.size() || path[end + 1] != ']')
-    return false;
+  if (end == std::string_view::npos || end + 1 >= path.size() || path[end + 1] != ']') return false;
   key = std::string(path.substr(1, end - 1));
   rest = path.substr(end + 2);
   return true;
@@ -122,13 +121,13 @@ struct Batch::Edit {
   void index_local_sids() {
     if (local_sids_indexed) return;
     local_sids_indexed = true;
-    for (size_t i = 0; i < cfg.local_sids.size(); ++i) local_sid_pos.emplace(cfg.local_sids[i].sid, i);
+    for (size_t i = 0; i < cfg.local_sids.size(); ++i)
+      local_sid_pos.emplace(cfg.local_sids[i].sid, i);
     local_sid_dead.assign(cfg.local_sids.size(), 0);
   }
 };
 
-Batch::Batch(const AgentState& base,
-             const google::protobuf::RepeatedPtrField<v1::Change>& changes)
+Batch::Batch(const AgentState& base, const google::protobuf::RepeatedPtrField<v1::Change>& changes)
     : base_(base), changes_(changes) {}
 
 Batch::~Batch() = default;
@@ -213,7 +212,8 @@ std::optional<BatchError> Batch::run() {
       case v1::Change::kUpsertLocalSid: {
         config::LocalSid ls;
         FieldError fe;
-        if (!from_proto(c.upsert_local_sid(), ls, fe)) return field_error(i, "upsert_local_sid", fe);
+        if (!from_proto(c.upsert_local_sid(), ls, fe))
+          return field_error(i, "upsert_local_sid", fe);
         ed.index_local_sids();
         local_sid_change_[ls.sid] = i;
         if (auto it = ed.local_sid_pos.find(ls.sid); it != ed.local_sid_pos.end()) {
@@ -270,9 +270,9 @@ std::optional<BatchError> Batch::run() {
     for (size_t k = 0; k < cfg.steering.size(); ++k) {
       const config::SteeringRule& r = cfg.steering[k];
       if (!gone.count(r.policy)) continue;
-      return invalid(change_field(policy_change_.at(r.policy), "delete_policy", "") +
-                     ": policy '" + r.policy + "' is still used by steering rule " +
-                     std::to_string(r.id) + " (" + config::rule_path(r, k) +
+      return invalid(change_field(policy_change_.at(r.policy), "delete_policy", "") + ": policy '" +
+                     r.policy + "' is still used by steering rule " + std::to_string(r.id) + " (" +
+                     config::rule_path(r, k) +
                      "/policy): delete or re-point its rules in the same batch");
     }
   }
@@ -324,7 +324,9 @@ std::string Batch::describe(const config::ConfigError& e) const {
   return "configuration refused: " + e.message + where;
 }
 
-const config::GatewayConfig& Batch::candidate() const { return edit_->cfg; }
+const config::GatewayConfig& Batch::candidate() const {
+  return edit_->cfg;
+}
 
 std::shared_ptr<AgentState> Batch::next(uint64_t generation) {
   auto state = std::make_shared<AgentState>();

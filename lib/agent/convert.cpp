@@ -82,14 +82,14 @@ bool from_proto(const v1::SrPolicy& in, config::Policy& out, FieldError& error) 
   if (in.has_usid_format()) {
     const auto& f = in.usid_format();
     if (f.block_bits() > 255) {
-      return fail(error, "usid_format.block_bits", pp + "/usid-format/block-bits",
-                  "block-bits must be a multiple of 8 in 8..120, not " +
-                      std::to_string(f.block_bits()));
+      return fail(
+          error, "usid_format.block_bits", pp + "/usid-format/block-bits",
+          "block-bits must be a multiple of 8 in 8..120, not " + std::to_string(f.block_bits()));
     }
     if (f.usid_bits() > 255) {
-      return fail(error, "usid_format.usid_bits", pp + "/usid-format/usid-bits",
-                  "usid-bits must be a multiple of 8 in 8..120, not " +
-                      std::to_string(f.usid_bits()));
+      return fail(
+          error, "usid_format.usid_bits", pp + "/usid-format/usid-bits",
+          "usid-bits must be a multiple of 8 in 8..120, not " + std::to_string(f.usid_bits()));
     }
     out.usid.block_bits = uint8_t(f.block_bits());
     out.usid.usid_bits = uint8_t(f.usid_bits());
@@ -188,8 +188,8 @@ bool from_proto(const v1::SteeringRule& in, config::SteeringRule& out, FieldErro
       out.qp_low = in.qp_range().qp_low();
       out.qp_high = in.qp_range().qp_high();
       if (!in.qp_range().destination().empty()) {
-        if (!address(in.qp_range().destination(), "qp_range.destination",
-                     "/qp-range/destination", out.dst))
+        if (!address(in.qp_range().destination(), "qp_range.destination", "/qp-range/destination",
+                     out.dst))
           return false;
         out.has_dst = true;
       }
@@ -462,8 +462,12 @@ std::string policy_field(const v1::SrPolicy& msg, std::string_view rest, bool pr
   return out;
 }
 
-std::string rule_field(std::string_view rest) { return generic_field(split_steps(rest)); }
+std::string rule_field(std::string_view rest) {
+  return generic_field(split_steps(rest));
+}
 
-std::string local_sid_field(std::string_view rest) { return generic_field(split_steps(rest)); }
+std::string local_sid_field(std::string_view rest) {
+  return generic_field(split_steps(rest));
+}
 
 }  // namespace srv6gw::agent

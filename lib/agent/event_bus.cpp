@@ -52,14 +52,16 @@ struct EventBus::Core {
     Event e;
     e.kind = EventKind::events_lost;
     e.detail = lost;
-    stamp(e);
-    --next_sequence;
-    e.sequence = 0;
+    fill(e);
     return e;
   }
 
   void stamp(Event& e) {
     e.sequence = next_sequence++;
+    fill(e);
+  }
+
+  void fill(Event& e) const {
     if (e.generation == 0) e.generation = generation;
     if (e.time_unix_ns == 0) {
       e.time_unix_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -73,7 +75,9 @@ EventBus::EventBus(size_t queue_limit) : core_(std::make_shared<Core>()) {
   core_->queue_limit = std::max<size_t>(queue_limit, 1);
 }
 
-EventBus::~EventBus() { close(); }
+EventBus::~EventBus() {
+  close();
+}
 
 uint64_t EventBus::publish(Event event) {
   std::lock_guard lock(core_->mutex);
@@ -141,9 +145,8 @@ EventBus::Subscription::~Subscription() {
 
 std::optional<Event> EventBus::Subscription::next(std::chrono::milliseconds timeout) {
   std::unique_lock lock(core_->mutex);
-  queue_->ready.wait_for(lock, timeout, [&] {
-    return !queue_->events.empty() || queue_->lost != 0 || core_->closed;
-  });
+  queue_->ready.wait_for(
+      lock, timeout, [&] { return !queue_->events.empty() || queue_->lost != 0 || core_->closed; });
   if (queue_->events.empty()) {
     if (queue_->lost == 0) return std::nullopt;
     // Drained up to the gap and nothing newer fitted yet: report the losses now.

@@ -28,8 +28,7 @@ struct AgentOptions {
 
 // Removes the agent's options (and their values) from `args`, filling `options`. Returns
 // false with `error` on a malformed agent option. Other arguments are left in place.
-bool take_agent_options(std::vector<std::string>& args, AgentOptions& options,
-                        std::string& error);
+bool take_agent_options(std::vector<std::string>& args, AgentOptions& options, std::string& error);
 
 // Help text of the agent options, for the daemon's --help.
 std::string agent_usage();

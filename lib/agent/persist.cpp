@@ -271,10 +271,11 @@ StartupState restore_startup_state(const std::string& state_path,
   out.config = std::move(merged);
   out.generation = st.generation;
   out.restored = true;
-  spdlog::info("restored agent state {} at generation {}: {} policies, {} steering rules, {} "
-               "local SIDs",
-               state_path, out.generation, out.config.policies.size(),
-               out.config.steering.size(), out.config.local_sids.size());
+  spdlog::info(
+      "restored agent state {} at generation {}: {} policies, {} steering rules, {} "
+      "local SIDs",
+      state_path, out.generation, out.config.policies.size(), out.config.steering.size(),
+      out.config.local_sids.size());
   return out;
 }
 

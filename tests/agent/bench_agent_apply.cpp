@@ -63,8 +63,8 @@ bool run(const char* label, Agent& agent, const v1::ApplyRequest& req) {
     std::fprintf(stderr, "%s: %s\n", label, st.error_message().c_str());
     return false;
   }
-  std::printf("%-58s %7d changes %8.1f ms %10.0f entries/s\n", label, req.changes_size(),
-              s * 1e3, req.changes_size() / s);
+  std::printf("%-58s %7d changes %8.1f ms %10.0f entries/s\n", label, req.changes_size(), s * 1e3,
+              req.changes_size() / s);
   std::fflush(stdout);
   return true;
 }
@@ -74,8 +74,16 @@ bool run(const char* label, Agent& agent, const v1::ApplyRequest& req) {
 int main(int argc, char** argv) {
   const uint32_t n = argc > 1 ? uint32_t(std::strtoul(argv[1], nullptr, 10)) : 100000;
   std::string prefix = test::cat({"--file-prefix=srv6gw-bench-agent-", std::to_string(getpid())});
-  const char* eal[] = {"bench-agent-apply", "--no-huge", "--no-shconf", prefix.c_str(), "-m",
-                       "1024", "--no-pci", "--log-level=3", "-l", "0"};
+  const char* eal[] = {"bench-agent-apply",
+                       "--no-huge",
+                       "--no-shconf",
+                       prefix.c_str(),
+                       "-m",
+                       "1024",
+                       "--no-pci",
+                       "--log-level=3",
+                       "-l",
+                       "0"};
   if (rte_eal_init(int(std::size(eal)), const_cast<char**>(eal)) < 0) {
     std::fprintf(stderr, "rte_eal_init failed\n");
     return 1;
@@ -119,7 +127,8 @@ int main(int argc, char** argv) {
     o.state_path.clear();
     std::string err;
     auto agent = Agent::start(o, sink, gateway->running_config(), 4, err);
-    ok &= agent && run("real Gateway, not persisted: new rules", *agent, upserts(n, 2 * n + 1, "base"));
+    ok &= agent &&
+          run("real Gateway, not persisted: new rules", *agent, upserts(n, 2 * n + 1, "base"));
     if (agent) agent->stop();
   }
   {
@@ -129,8 +138,8 @@ int main(int argc, char** argv) {
     o.state_path.clear();
     std::string err;
     auto agent = Agent::start(o, accept, cfg, 0, err);
-    ok &= agent && run("agent only (sink accepts, not persisted): new rules", *agent,
-                       upserts(n, 1, "base"));
+    ok &= agent &&
+          run("agent only (sink accepts, not persisted): new rules", *agent, upserts(n, 1, "base"));
     if (agent) agent->stop();
   }
   gateway.reset();

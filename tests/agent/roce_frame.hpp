@@ -25,11 +25,11 @@ inline std::vector<uint8_t> roce_v4_frame(const uint8_t dst_ip[4], uint32_t dest
   put8(0x45);
   put8(0);
   put16(uint32_t(20 + udp_len));
-  put16(1);        // id
-  put16(0x4000);   // DF
-  put8(64);        // TTL
-  put8(17);        // UDP
-  put16(0);        // checksum, below
+  put16(1);       // id
+  put16(0x4000);  // DF
+  put8(64);       // TTL
+  put8(17);       // UDP
+  put16(0);       // checksum, below
   for (int i = 0; i < 4; ++i) put8(src_ip[i]);
   for (int i = 0; i < 4; ++i) put8(dst_ip[i]);
   uint32_t sum = 0;
@@ -41,8 +41,8 @@ inline std::vector<uint8_t> roce_v4_frame(const uint8_t dst_ip[4], uint32_t dest
   put16(4791);   // RoCEv2
   put16(uint32_t(udp_len));
   put16(0);
-  put8(0x0a);  // BTH opcode: RC RDMA WRITE only
-  put8(0x40);  // SE=0 M=1 pad=0 tver=0
+  put8(0x0a);     // BTH opcode: RC RDMA WRITE only
+  put8(0x40);     // SE=0 M=1 pad=0 tver=0
   put16(0xFFFF);  // P_Key
   put8(0);
   put8(dest_qp >> 16);

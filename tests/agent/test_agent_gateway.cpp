@@ -114,7 +114,7 @@ TEST_F(AgentGateway, AppliedPolicySteersTheNextPacket) {
   EXPECT_EQ(outer[6], 43);  // routing header follows
   EXPECT_EQ(std::memcmp(outer + 24, v6("fc00:0:77::e").bytes.data(), 16), 0);  // first SID
   const uint8_t* srh = outer + 40;
-  EXPECT_EQ(srh[2], 4);                          // routing type 4 (SRH)
+  EXPECT_EQ(srh[2], 4);                            // routing type 4 (SRH)
   EXPECT_EQ(uint16_t(srh[6] << 8 | srh[7]), 200);  // Tag = path id
   // Another QP of the same destination is not steered.
   EXPECT_EQ(send(18)[12], 0x08);

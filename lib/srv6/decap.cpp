@@ -123,10 +123,10 @@ DecapStatus decap(std::span<uint8_t> outer, LocalSidBehavior behavior, DecapResu
       const uint8_t segments_left = ext[3];
       if (ext[2] == net::kSrhRoutingType) {
         // RFC 8754: the segment list (last entry + 1 SIDs of 2 units each) must fit in the
-        // header; TLVs may follow it; segments left indexes into the list.
+        // header; TLVs may follow it, in any number of 8-octet units (an HMAC TLV is 40
+        // bytes, so Hdr Ext Len may be odd); segments left indexes into the list.
         const unsigned entries = unsigned(ext[4]) + 1;
-        if (SRV6GW_UNLIKELY((hdr_ext_len & 1) != 0 || 2 * entries > hdr_ext_len ||
-                            segments_left > entries))
+        if (SRV6GW_UNLIKELY(2 * entries > hdr_ext_len || segments_left > entries))
           return DecapStatus::srh_inconsistent;
         if (SRV6GW_UNLIKELY(segments_left != 0)) return DecapStatus::segments_left_nonzero;
         result.had_srh = true;

@@ -39,7 +39,8 @@ trap 'rm -rf "$(runtime_dir "$prefix")"' EXIT
 cmd=("$gw" -l 0-1 --no-pci --no-huge -m 512 --file-prefix "$prefix" --log-level lib.eal:warning
   --vdev "net_pcap0,rx_pcap=$repo/config/examples/demo-host.pcap,tx_pcap=$to_host"
   --vdev "net_pcap1,rx_pcap=$repo/config/examples/demo-fabric.pcap,tx_pcap=$to_fabric"
-  -- --config "$repo/config/examples/demo.json" --until-idle 300 --stats-json "$repo/out/demo-stats.json")
+  -- --config "$repo/config/examples/demo.json" --until-idle 300 --stats-json "$repo/out/demo-stats.json"
+  --agent-listen "unix:$repo/out/srv6gw-demo.sock" --agent-state none)
 echo
 echo "demo: ${cmd[*]}"
 echo

@@ -18,6 +18,10 @@
 #include <iostream>
 #include <thread>
 
+#include "agent/agent.hpp"
+#include "agent/options.hpp"
+#include "agent/persist.hpp"
+#include "agent/state_sink.hpp"
 #include "app.hpp"
 #include "config/loader.hpp"
 #include "options.hpp"
@@ -250,6 +254,13 @@ int run(int argc, char** argv) {
   bool eal_help = false;
   if (!split.had_separator)
     for (const auto& a : split.eal) eal_help |= a == "--help" || a == "-h";
+  // The gRPC agent's options (--agent-*, --no-agent) are taken out first; the rest are ours.
+  agent::AgentOptions agent_opts;
+  std::string agent_error;
+  if (!agent::take_agent_options(split.app, agent_opts, agent_error)) {
+    std::cerr << "srv6gw: " << agent_error << " (" << prog << " -- --help)\n";
+    return 2;
+  }
   auto parsed = parse_options(split.app);
   if (auto* e = std::get_if<OptionsError>(&parsed)) {
     if (!eal_help) {
@@ -258,7 +269,7 @@ int run(int argc, char** argv) {
     }
   }
   if (eal_help || std::get<Options>(parsed).help) {
-    std::cout << usage(prog);
+    std::cout << usage(prog) << agent::agent_usage();
     return 0;
   }
 
@@ -285,6 +296,21 @@ int run(int argc, char** argv) {
     return 1;
   }
 
+  // State applied over gRPC before a restart wins over the file for policies, steering and
+  // local SIDs; it is restored before any port starts, so traffic never sees the file's rules
+  // first. An unusable state file is set aside (never silently discarded) and logged.
+  uint64_t generation = 0;
+  if (agent_opts.enabled) {
+    agent::StartupState st = agent::restore_startup_state(agent_opts.state_path, app.config);
+    if (st.restored)
+      spdlog::info("agent: restored generation {} from {}", st.generation, agent_opts.state_path);
+    if (!st.set_aside.empty())
+      spdlog::error("agent: state file {} unusable, kept as {}; starting from {}",
+                    agent_opts.state_path, st.set_aside, app.options.config_path);
+    app.config = std::move(st.config);
+    generation = st.generation;
+  }
+
   std::vector<std::string> eal_args = split.eal;
   auto eal_argv = c_argv(eal_args);
   int eal_rc = rte_eal_init(int(eal_args.size()), eal_argv.data());
@@ -309,15 +335,36 @@ int run(int argc, char** argv) {
   int rc = 0;
   if (bring_up(app)) {
     register_telemetry(app);
-    app.start_tsc = rte_rdtsc();
-    {
-      std::lock_guard lock(app.control_mutex);
-      app.running = true;
+    // The agent starts before the workers: a gateway whose control path cannot listen (socket
+    // in use, bad certificates) stops here instead of forwarding unmanaged.
+    agent::GatewaySink sink(*app.gateway, &app.control_mutex, [] {
+      return std::vector<agent::PortCounters>{
+          agent::ethdev_port_counters(app.host.port_id, "host", app.host.name),
+          agent::ethdev_port_counters(app.fabric.port_id, "fabric", app.fabric.name)};
+    });
+    std::unique_ptr<agent::Agent> grpc_agent;
+    if (agent_opts.enabled) {
+      grpc_agent = agent::Agent::start(agent_opts, sink, app.config, generation, agent_error);
+      if (grpc_agent)
+        spdlog::info("agent: listening on {}", grpc_agent->address());
+      else
+        spdlog::error("agent: {} (run with --no-agent to go without the gRPC agent)",
+                      agent_error);
     }
-    launch_workers(app);
-    control_loop(app);
-    rte_eal_mp_wait_lcore();
-    print_final(app);
+    if (grpc_agent || !agent_opts.enabled) {
+      app.start_tsc = rte_rdtsc();
+      {
+        std::lock_guard lock(app.control_mutex);
+        app.running = true;
+      }
+      launch_workers(app);
+      control_loop(app);
+      if (grpc_agent) grpc_agent->stop();  // no Apply may reach a Gateway being torn down
+      rte_eal_mp_wait_lcore();
+      print_final(app);
+    } else {
+      rc = 1;
+    }
   } else {
     rc = 1;
   }

@@ -128,6 +128,10 @@ def eal_args(prefix, vdevs, hugepages=False, mem_mb=512):
 
 
 def start(eal, app, stdout=subprocess.PIPE, stderr=subprocess.PIPE):
+    # Tests run side by side: without agent options of its own, a gateway would take the
+    # default agent socket (and state file) that another test's gateway holds.
+    if not any(a.startswith("--agent") or a == "--no-agent" for a in app):
+        app = app + ["--no-agent"]
     cmd = [BIN] + eal + ["--"] + app
     print("+ " + " ".join(cmd), flush=True)
     p = subprocess.Popen(cmd, stdout=stdout, stderr=stderr, text=True)

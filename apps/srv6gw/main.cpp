@@ -348,8 +348,7 @@ int run(int argc, char** argv) {
       if (grpc_agent)
         spdlog::info("agent: listening on {}", grpc_agent->address());
       else
-        spdlog::error("agent: {} (run with --no-agent to go without the gRPC agent)",
-                      agent_error);
+        spdlog::error("agent: {} (run with --no-agent to go without the gRPC agent)", agent_error);
     }
     if (grpc_agent || !agent_opts.enabled) {
       app.start_tsc = rte_rdtsc();

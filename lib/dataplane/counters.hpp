@@ -39,6 +39,10 @@ struct alignas(64) WorkerCounters {
   uint64_t cnp_seen = 0;         // inner BTH opcode 0x81, either direction
   uint64_t outer_ce_seen = 0;    // decapsulated packets whose outer ECN was CE
   uint64_t chained_header = 0;   // encap used a prepended header segment
+  // Local SR engine feedback (dataplane/feedback.hpp).
+  uint64_t feedback_events = 0;   // events put on the feedback ring
+  uint64_t feedback_dropped = 0;  // events lost because the ring was full (never waited for)
+  uint64_t cnp_reflected = 0;     // CNPs we encapsulated with a reflected path id in the Tag
   std::array<uint64_t, size_t(DropReason::count_)> drops{};
   std::array<uint64_t, size_t(net::ParseStatus::count_)> parse_status{};
   std::array<uint64_t, size_t(srv6::DecapStatus::count_)> decap_status{};

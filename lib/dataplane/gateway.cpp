@@ -5,8 +5,13 @@
 #include <rte_errno.h>
 #include <rte_malloc.h>
 #include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
 
+#include <algorithm>
+#include <atomic>
 #include <mutex>
+#include <string>
 
 #include "dataplane/pipeline.hpp"
 #include "dataplane/worker_context.hpp"
@@ -16,12 +21,19 @@ namespace srv6gw::dataplane {
 
 namespace {
 
+// A CE seen toward our host is reflected into the CNPs it sends back within this time (an
+// RNIC answers a CE mark with a CNP within microseconds; older marks are stale).
+constexpr double kReflectWindowSeconds = 1e-3;
+// A recent-path mask covers about this much traffic history.
+constexpr double kRecentWindowSeconds = 2e-3;
+
 class GatewayImpl final : public Gateway {
  public:
   ~GatewayImpl() override {
     // The Runtime's tables hold RCU defer queues on qsbr_: free them first.
     runtime_.reset();
     workers_.clear();
+    rte_ring_free(feedback_ring_);
     rte_free(qsbr_);
   }
 
@@ -36,6 +48,20 @@ class GatewayImpl final : public Gateway {
     for (unsigned i = 0; i < n_workers; ++i) rte_rcu_qsbr_thread_register(qsbr_, i);
     runtime_ = policy::Runtime::create(cfg, qsbr_, rte_get_tsc_hz(), SOCKET_ID_ANY, error);
     if (!runtime_) return false;
+    static std::atomic<unsigned> ring_serial{0};
+    const std::string ring_name = "srv6gw_fb" + std::to_string(ring_serial.fetch_add(1));
+    feedback_ring_ = rte_ring_create_elem(ring_name.c_str(), sizeof(FeedbackEvent),
+                                          kFeedbackRingSize, SOCKET_ID_ANY, RING_F_SC_DEQ);
+    if (!feedback_ring_) {
+      error = {"/srv6gw:gateway", std::string("cannot create the engine feedback ring: ") +
+                                      rte_strerror(rte_errno)};
+      return false;
+    }
+    const double hz = double(rte_get_tsc_hz());
+    reflect_ = std::make_unique<ReflectTable>();
+    reflect_->max_age = uint16_t(std::clamp(hz * kReflectWindowSeconds / double(1u << kReflectTimeShift),
+                                            1.0, 65535.0));
+    recent_window_tsc_ = uint64_t(hz * kRecentWindowSeconds);
     for (unsigned i = 0; i < n_workers; ++i) {
       auto w = std::make_unique<WorkerContext>(runtime_->slot_capacity());
       w->runtime = runtime_.get();
@@ -46,6 +72,9 @@ class GatewayImpl final : public Gateway {
       w->host_port_mac = env.host_port_mac;
       w->fabric_port_mac = env.fabric_port_mac;
       w->learned_host_mac = &learned_host_mac_;
+      w->feedback_ring = feedback_ring_;
+      w->reflect = reflect_.get();
+      w->recent_window_tsc = recent_window_tsc_;
       workers_.push_back(std::move(w));
     }
     layouts_.resize(runtime_->slot_capacity());
@@ -81,6 +110,33 @@ class GatewayImpl final : public Gateway {
     return runtime_->running_config();
   }
   const policy::Runtime& runtime() const override { return *runtime_; }
+
+  unsigned drain_feedback(FeedbackEvent* out, unsigned max) override {
+    return rte_ring_sc_dequeue_burst_elem(feedback_ring_, out, sizeof(FeedbackEvent), max,
+                                          nullptr);
+  }
+
+  void recent_paths(const net::IpAddr& local, const net::IpAddr& remote,
+                    std::vector<uint16_t>& path_ids) const override {
+    const uint32_t key = pair_hash(local, remote);
+    const uint64_t now = rte_rdtsc();
+    for (const auto& w : workers_) {
+      const RecentPathEntry& e = w->recent[key & (kRecentEntries - 1)];
+      if (e.key.load(std::memory_order_relaxed) != key) continue;
+      const uint32_t slot = e.slot.load(std::memory_order_relaxed);
+      uint64_t mask = e.mask.load(std::memory_order_relaxed);
+      const uint64_t since = e.since_tsc.load(std::memory_order_relaxed);
+      // A fixed test clock may run behind the TSC; a mask older than two windows is history.
+      if (!w->fixed_tsc && now - since > 2 * recent_window_tsc_) continue;
+      if (slot >= runtime_->slot_capacity()) continue;
+      const policy::CompiledPolicy* p = runtime_->policy(slot);
+      if (!p) continue;
+      for (; mask; mask &= mask - 1) {
+        const unsigned i = unsigned(__builtin_ctzll(mask));
+        if (i < p->paths.size()) path_ids.push_back(p->paths[i].path_id);
+      }
+    }
+  }
 
   std::vector<PathStats> path_stats() const override {
     std::lock_guard lock(stats_mutex_);
@@ -140,6 +196,9 @@ class GatewayImpl final : public Gateway {
   std::unique_ptr<policy::Runtime> runtime_;
   std::vector<std::unique_ptr<WorkerContext>> workers_;
   LearnedMac learned_host_mac_;
+  rte_ring* feedback_ring_ = nullptr;     // workers enqueue (MP), the engine dequeues (SC)
+  std::unique_ptr<ReflectTable> reflect_;  // shared by the workers (see feedback.hpp)
+  uint64_t recent_window_tsc_ = 0;
   mutable std::mutex stats_mutex_;  // layouts_ and baselines_ (control threads)
   std::vector<SlotLayout> layouts_;
   std::vector<std::array<PathCounter, policy::kMaxPaths>> baselines_;

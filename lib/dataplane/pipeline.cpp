@@ -10,6 +10,8 @@
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 #include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
 
 #include <cstring>
 
@@ -56,6 +58,77 @@ inline void write_eth(uint8_t* p, const uint8_t* dst, const uint8_t* src, uint16
   std::memcpy(p, dst, 6);
   std::memcpy(p + 6, src, 6);
   net::store_be16(p + 12, ethertype);
+}
+
+// ---- Local SR engine feedback taps ----
+// Events are rare (CE marks, CNPs): they are built out of line, collected per burst and
+// enqueued with one ring operation at its end. A full ring drops the event and counts it.
+
+[[gnu::noinline]] void flush_feedback(WorkerContext& w) {
+  const unsigned n = w.n_pending;
+  w.n_pending = 0;
+  const unsigned queued = w.feedback_ring
+                              ? rte_ring_mp_enqueue_burst_elem(w.feedback_ring, w.pending,
+                                                               sizeof(FeedbackEvent), n, nullptr)
+                              : 0;
+  w.counters.feedback_events += queued;
+  w.counters.feedback_dropped += n - queued;
+}
+
+[[gnu::noinline, gnu::cold]] void push_feedback(WorkerContext& w, FeedbackKind kind,
+                                                const net::PacketInfo& inner, bool has_tag,
+                                                uint16_t tag, uint64_t tsc) {
+  if (w.n_pending == WorkerContext::kPendingCapacity) flush_feedback(w);
+  FeedbackEvent& e = w.pending[w.n_pending++];
+  e.tsc = tsc;
+  e.kind = kind;
+  e.flags = uint8_t((has_tag ? kFeedbackHasTag : 0) |
+                    (inner.family == net::Family::ipv6 ? kFeedbackIpv6 : 0));
+  e.tag = tag;
+  e.dest_qp = inner.bth.dest_qp;
+  std::memcpy(e.inner_src, inner.src.bytes.data(), 16);
+  std::memcpy(e.inner_dst, inner.dst.bytes.data(), 16);
+}
+
+// Decap of a CE-marked packet from the remote's path `tag`: remember it for the CNP our host
+// will send back to that source (path-id reflection) and tell the engine.
+[[gnu::noinline, gnu::cold]] void tap_ce(WorkerContext& w, const net::PacketInfo& inner,
+                                         const srv6::DecapResult& r, uint64_t tsc) {
+  if (r.had_srh && !(r.srh_tag & kTagReflected) && w.reflect)
+    w.reflect->record(pair_hash(inner.src, inner.dst), r.srh_tag, tsc);
+  push_feedback(w, FeedbackKind::ce_decap, inner, r.had_srh, r.srh_tag, tsc);
+}
+
+// Encap of a CNP our host sends: the Tag carries the remote's path that saw CE toward our
+// host when we have a fresh one for this pair, else our own path id.
+[[gnu::noinline, gnu::cold]] uint16_t cnp_tag(WorkerContext& w, const net::PacketInfo& info,
+                                              const srv6::EncapTemplate& t, uint16_t own,
+                                              uint64_t tsc) {
+  const uint16_t reflected = w.reflect ? w.reflect->lookup(pair_hash(info.dst, info.src), tsc) : 0;
+  const uint16_t tag = reflected ? reflected : own;
+  if (reflected && t.has_srh) ++w.counters.cnp_reflected;
+  push_feedback(w, FeedbackKind::cnp_encap, info, t.has_srh, tag, tsc);
+  return tag;
+}
+
+// Which of our paths carried traffic toward this remote host recently (fallback blame for
+// CNPs without a reflected path id). Stores only when something changed.
+inline void note_recent_path(WorkerContext& w, const net::PacketInfo& info, uint32_t slot,
+                             uint8_t idx, uint64_t now) {
+  const uint32_t key = pair_hash(info.src, info.dst);
+  RecentPathEntry& e = w.recent[key & (kRecentEntries - 1)];
+  const uint64_t bit = uint64_t(1) << idx;
+  if (unlikely(e.key.load(std::memory_order_relaxed) != key ||
+               e.slot.load(std::memory_order_relaxed) != slot ||
+               now - e.since_tsc.load(std::memory_order_relaxed) > w.recent_window_tsc)) {
+    e.key.store(key, std::memory_order_relaxed);
+    e.slot.store(slot, std::memory_order_relaxed);
+    e.since_tsc.store(now, std::memory_order_relaxed);
+    e.mask.store(bit, std::memory_order_relaxed);
+    return;
+  }
+  const uint64_t mask = e.mask.load(std::memory_order_relaxed);
+  if (unlikely(!(mask & bit))) e.mask.store(mask | bit, std::memory_order_relaxed);
 }
 
 // Encapsulates one classified RoCEv2 packet. Returns the mbuf to send (the same one, or a
@@ -131,7 +204,8 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   f.inner_proto = info.family == net::Family::ipv4 ? net::kProtoIpv4 : net::kProtoIpv6;
   f.traffic_class = uint8_t(info.dscp << 2 | info.ecn);
   f.flow_label = net::outer_flow_label(info);
-  f.tag = path.path_id;
+  note_recent_path(w, info, slot, idx, now);
+  f.tag = likely(!info.is_cnp) ? path.path_id : cnp_tag(w, info, t, path.path_id, now);
   srv6::write_encap(t, hdr + kEthLen, f);
 
   ++c.encap;
@@ -191,12 +265,14 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
       drop(c, m, DropReason::malformed);
     }
   }
+  if (unlikely(w.n_pending != 0)) flush_feedback(w);
   c.busy_tsc += rte_rdtsc() - start;
   return n_out;
 }
 
 uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_mbuf** out) {
   const uint64_t start = rte_rdtsc();
+  const uint64_t now = w.fixed_tsc ? w.fixed_tsc : start;
   WorkerCounters& c = w.counters;
   const policy::View& view = *w.runtime->view();
   const policy::Settings& s = view.settings;
@@ -264,14 +340,20 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
       drop(c, m, DropReason::decap_refused);
       continue;
     }
-    // Feedback taps for the local SR engine.
-    if (r.outer_ecn == 3) ++c.outer_ce_seen;
+    // Feedback taps for the local SR engine (RoCEv2 inner packets only).
     if (r.inner_marked_ce) ++c.inner_ce_marked;
     {
+      const bool ce = r.outer_ecn == 3;
+      c.outer_ce_seen += ce;
       net::PacketInfo inner;
       const std::span<const uint8_t> ip(d + off + r.inner_offset, r.inner_len);
-      if (net::parse_ip(ip, r.inner_family, inner) == net::ParseStatus::ok && inner.is_cnp)
-        ++c.cnp_seen;
+      if (net::parse_ip(ip, r.inner_family, inner) == net::ParseStatus::ok) {
+        if (unlikely(ce)) tap_ce(w, inner, r, now);
+        if (unlikely(inner.is_cnp)) {
+          ++c.cnp_seen;
+          push_feedback(w, FeedbackKind::cnp_decap, inner, r.had_srh, r.srh_tag, now);
+        }
+      }
     }
 
     uint8_t macs[12];
@@ -293,6 +375,7 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
     ++c.decap;
     out[n_out++] = m;
   }
+  if (unlikely(w.n_pending != 0)) flush_feedback(w);
   c.busy_tsc += rte_rdtsc() - start;
   return n_out;
 }

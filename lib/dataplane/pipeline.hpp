@@ -24,6 +24,7 @@
 
 #include "config/model.hpp"
 #include "dataplane/counters.hpp"
+#include "dataplane/feedback.hpp"
 
 struct rte_mbuf;
 struct rte_mempool;
@@ -99,6 +100,17 @@ class Gateway {
 
   // The published state (tests, the engine): policies by slot, table sizes.
   virtual const policy::Runtime& runtime() const = 0;
+
+  // ---- Local SR engine feedback (dataplane/feedback.hpp) ----
+  // The workers' taps put events on one multi-producer/single-consumer ring owned here.
+  // Moves up to `max` of them into `out` and returns how many. Single consumer: one control
+  // thread (the engine on the main lcore) at a time.
+  virtual unsigned drain_feedback(FeedbackEvent* out, unsigned max) = 0;
+  // Appends our path ids that carried traffic from inner host `local` toward `remote`
+  // within the last few milliseconds, on any worker (fallback blame of a CNP that carries
+  // no reflected path id). Control thread; reads the workers' tables racily by design.
+  virtual void recent_paths(const net::IpAddr& local, const net::IpAddr& remote,
+                            std::vector<uint16_t>& path_ids) const = 0;
 };
 
 // Worker API. `pkts` is the burst received on one port. Packets to transmit on the other port

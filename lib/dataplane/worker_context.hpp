@@ -6,12 +6,14 @@
 
 #include <rte_mempool.h>
 #include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 
 #include "dataplane/counters.hpp"
+#include "dataplane/feedback.hpp"
 #include "net/addr.hpp"
 #include "policy/runtime.hpp"
 #include "policy/selection.hpp"
@@ -53,12 +55,24 @@ struct alignas(64) WorkerContext {
   net::MacAddr host_port_mac;
   net::MacAddr fabric_port_mac;
   LearnedMac* learned_host_mac = nullptr;  // shared by all workers of one Gateway
+  // Local SR engine feedback: the MP/SC event ring (workers enqueue, the main lcore drains)
+  // and the reflection table (workers write on CE, read on CNP), both owned by the Gateway.
+  rte_ring* feedback_ring = nullptr;
+  ReflectTable* reflect = nullptr;
+  uint64_t recent_window_tsc = 0;  // a recent-path mask restarts after this long
 
   // Worker-private.
   uint64_t last_learned_host_mac = 0;  // what this worker last stored (avoids shared writes)
   policy::SelectorState selector;
   // [slot * policy::kMaxPaths + path]: written by the worker, summed by Gateway::path_stats.
   std::unique_ptr<PathCounter[]> path_counters;
+  // Recent paths per remote host (fallback blame): written by the worker, read by the main
+  // lcore through Gateway::recent_paths (relaxed atomics).
+  std::unique_ptr<RecentPathEntry[]> recent{new RecentPathEntry[kRecentEntries]};
+  // Events collected during one burst, enqueued once at its end (at most two per packet).
+  uint16_t n_pending = 0;
+  static constexpr uint16_t kPendingCapacity = 64;
+  FeedbackEvent pending[kPendingCapacity];
   // Test hook: when non-zero, the TSC the pipeline uses instead of rte_rdtsc() (flowlet gaps).
   uint64_t fixed_tsc = 0;
 

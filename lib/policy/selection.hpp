@@ -22,27 +22,35 @@ struct alignas(64) SwrrState {
   int32_t current[kMaxPaths];
 };
 
-// Direct-mapped flowlet table entry. `tag` packs the policy lineage (24 bits) and the path
-// index (8 bits) so one compare tells whether the entry belongs to this policy's layout.
+// Flowlet table entry. `tag` packs the policy lineage (24 bits) and the path index (8 bits)
+// so one compare tells whether the entry belongs to this policy's layout.
 struct FlowletEntry {
   uint64_t last_tsc = 0;
   uint32_t flow_hash = 0;
   uint32_t tag = 0;  // lineage << 8 | path; 0 = empty (lineages start at 1)
 };
 
-inline constexpr unsigned kFlowletBits = 14;
-inline constexpr unsigned kFlowletEntries = 1u << kFlowletBits;
+// 4-way set-associative: one set is one cache line. A direct-mapped table let two active
+// QPs that share a slot evict each other and move mid-flowlet; here an active entry is never
+// evicted (only empty or idle ones are reused).
+inline constexpr unsigned kFlowletWays = 4;
+struct alignas(64) FlowletSet {
+  FlowletEntry way[kFlowletWays];
+};
+inline constexpr unsigned kFlowletSetBits = 12;
+inline constexpr unsigned kFlowletSets = 1u << kFlowletSetBits;
+inline constexpr unsigned kFlowletEntries = kFlowletSets * kFlowletWays;
 
 // One worker's selection state. Sized for the gateway's policy-slot capacity; owned by the
 // worker context (written only by its worker).
 struct SelectorState {
-  std::unique_ptr<SwrrState[]> swrr;        // [slot]
-  std::unique_ptr<FlowletEntry[]> flowlet;  // [kFlowletEntries]
+  std::unique_ptr<SwrrState[]> swrr;      // [slot]
+  std::unique_ptr<FlowletSet[]> flowlet;  // [kFlowletSets]
   uint32_t slots = 0;
 
   explicit SelectorState(uint32_t slot_capacity)
       : swrr(new SwrrState[slot_capacity]()),
-        flowlet(new FlowletEntry[kFlowletEntries]()),
+        flowlet(new FlowletSet[kFlowletSets]()),
         slots(slot_capacity) {}
 };
 
@@ -96,22 +104,37 @@ inline uint8_t select_swrr(const CompiledPolicy& p, SwrrState& s) {
 
 // A flow keeps its path while packets arrive less than flowlet_gap_tsc apart and the path is
 // still usable; otherwise the next flowlet is placed by SWRR (weight-exact over flowlets).
-inline uint8_t select_flowlet(const CompiledPolicy& p, SwrrState& s, FlowletEntry* table,
+// When all ways of the flow's set hold active flowlets (more concurrent flows than the table
+// tracks), the flow is placed by its hash like flow mode: it stays put rather than evicting
+// another flow in mid-flowlet.
+inline uint8_t select_flowlet(const CompiledPolicy& p, SwrrState& s, FlowletSet* table,
                               uint32_t hash, uint64_t now_tsc) {
-  FlowletEntry& e = table[hash & (kFlowletEntries - 1)];
+  FlowletSet& set = table[hash & (kFlowletSets - 1)];
   const uint32_t lineage_tag = (p.lineage & 0xFFFFFFu) << 8;
-  if (e.flow_hash == hash && (e.tag & ~0xFFu) == lineage_tag &&
-      now_tsc - e.last_tsc <= p.flowlet_gap_tsc) {
-    const uint8_t path = uint8_t(e.tag & 0xFF);
-    if (__builtin_expect(p.usable(path), 1)) {
-      e.last_tsc = now_tsc;
-      return path;
+  FlowletEntry* victim = nullptr;
+  uint64_t victim_idle = 0;
+  for (FlowletEntry& e : set.way) {
+    if (e.flow_hash == hash && e.tag != 0) {
+      const uint8_t path = uint8_t(e.tag & 0xFF);
+      if ((e.tag & ~0xFFu) == lineage_tag && now_tsc - e.last_tsc <= p.flowlet_gap_tsc &&
+          __builtin_expect(p.usable(path), 1)) {
+        e.last_tsc = now_tsc;
+        return path;
+      }
+      victim = &e;  // this flow's own entry: its flowlet ended (or its path went away)
+      break;
+    }
+    const uint64_t idle = e.tag == 0 ? UINT64_MAX : now_tsc - e.last_tsc;
+    if (idle > p.flowlet_gap_tsc && (victim == nullptr || idle > victim_idle)) {
+      victim = &e;
+      victim_idle = idle;
     }
   }
+  if (__builtin_expect(victim == nullptr, 0)) return select_by_flow(p, hash);
   const uint8_t path = select_swrr(p, s);
-  e.flow_hash = hash;
-  e.tag = lineage_tag | path;
-  e.last_tsc = now_tsc;
+  victim->flow_hash = hash;
+  victim->tag = lineage_tag | path;
+  victim->last_tsc = now_tsc;
   return path;
 }
 

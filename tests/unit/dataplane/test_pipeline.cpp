@@ -433,11 +433,11 @@ TEST_F(PipelineTest, HostMacLearnedFromHostTrafficWhenNotConfigured) {
   create(cfg);
   RoceSpec v4;
   const Bytes inner = testing::roce_ip_packet(v4);
-  const Bytes in = fabric_frame(testing::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0, {}, 9, 4,
-                                                     inner));
+  const Bytes in =
+      fabric_frame(testing::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0, {}, 9, 4, inner));
   // Nothing learned yet: the frame keeps the destination it arrived with.
-  EXPECT_EQ(run(in, false), testing::ethernet({kFabricPortMac, kHostPortMac, {}, {}}, 0x0800,
-                                               inner));
+  EXPECT_EQ(run(in, false),
+            testing::ethernet({kFabricPortMac, kHostPortMac, {}, {}}, 0x0800, inner));
   // The host speaks (any frame, here RoCE toward the fabric): its source MAC is learned.
   const net::MacAddr rnic = testing::mac("02:00:00:00:05:05");
   testing::L2Spec from_host;

@@ -155,6 +155,32 @@ TEST(Selection, FlowletMovesOnlyAfterGap) {
   }
 }
 
+TEST(Selection, FlowletNeverMovesActiveFlowsWhenManyShareTheTable) {
+  // More concurrent QPs than one way per set could hold: with a direct-mapped table, QPs
+  // sharing a slot evicted each other and moved in mid-flowlet. Active flows must stay.
+  auto cfg = weighted(SelectionMode::flowlet, {1, 1, 1});
+  cfg.flowlet_gap_us = 1'000'000;  // 1 s: nothing in this test is ever idle that long
+  auto p = compile(cfg, 0);        // 1 tick per us
+  SelectorState st(1);
+  const net::IpAddr src = testing::ip("10.0.0.1"), dst = testing::ip("10.0.1.1");
+  constexpr uint32_t kQps = 3 * kFlowletSets;  // ~3 flows per set: collisions galore
+  std::vector<uint8_t> first(kQps);
+  uint64_t now = 1;
+  for (uint32_t qp = 0; qp < kQps; ++qp)
+    first[qp] = select_path(*p, 0, flow_hash(src, dst, qp), 0x0a, now++, st);
+  for (int round = 0; round < 5; ++round)
+    for (uint32_t qp = 0; qp < kQps; ++qp)
+      ASSERT_EQ(select_path(*p, 0, flow_hash(src, dst, qp), 0x0a, now++, st), first[qp])
+          << "qp " << qp << " moved in round " << round;
+  // Far more flows than the table holds: the overflow is placed by hash and still never moves.
+  constexpr uint32_t kMany = 8 * kFlowletEntries;
+  std::vector<uint8_t> many(kMany);
+  for (uint32_t qp = 0; qp < kMany; ++qp)
+    many[qp] = select_path(*p, 0, flow_hash(dst, src, qp), 0x0a, now++, st);
+  for (uint32_t qp = 0; qp < kMany; ++qp)
+    ASSERT_EQ(select_path(*p, 0, flow_hash(dst, src, qp), 0x0a, now++, st), many[qp]) << qp;
+}
+
 TEST(Selection, FlowletLeavesAPathThatBecameUnusable) {
   auto cfg = weighted(SelectionMode::flowlet, {1, 1});
   auto p = compile(cfg, 0);  // 1 tick per us, gap 50

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Congestion feedback from the data plane to the local SR engine: the event record the
+// workers put on the multi-producer/single-consumer ring, the SRH Tag wire format of path-id
+// reflection, and the two small tables the reflection and the fallback blame rely on.
+// Plain data, no DPDK: the engine side (lib/engine) and tests include it without EAL.
+// docs/engine.md describes the wire format and why it is the Tag.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+#include "net/addr.hpp"
+#include "net/hash.hpp"
+
+namespace srv6gw::dataplane {
+
+// ---- SRH Tag wire format ----
+// Bit 15 set: "reflected": bits 0..14 are the path id of the *receiver's* own segment list
+// that carried CE-marked traffic (the CNP's destination gateway should blame it). Bit 15
+// clear: bits 0..14 are the sender's own path id (what every encapsulated packet carries).
+// Our path ids are therefore below 0x8000 (config::validate enforces it).
+inline constexpr uint16_t kTagReflected = 0x8000;
+inline constexpr uint16_t kTagPathMask = 0x7FFF;
+
+enum class FeedbackKind : uint8_t {
+  ce_decap,   // decapsulated packet whose outer ECN was CE (tag = the remote's path id)
+  cnp_decap,  // decapsulated CNP (BTH opcode 0x81) toward our host: congestion on our side
+  cnp_encap,  // CNP our host sent (we saw CE toward it earlier); tag = what we wrote
+};
+
+// Flags of a FeedbackEvent.
+inline constexpr uint8_t kFeedbackHasTag = 0x01;  // the packet had an SRH: `tag` is valid
+inline constexpr uint8_t kFeedbackIpv6 = 0x02;    // inner addresses are IPv6 (else IPv4 in 0..3)
+
+// One event, 48 bytes, copied into the ring by value (rte_ring elem API, esize 48).
+struct FeedbackEvent {
+  uint64_t tsc = 0;   // worker TSC when seen
+  FeedbackKind kind = FeedbackKind::ce_decap;
+  uint8_t flags = 0;
+  uint16_t tag = 0;      // raw SRH Tag (see the wire format above)
+  uint32_t dest_qp = 0;  // BTH DestQP of the inner packet
+  uint8_t inner_src[16];
+  uint8_t inner_dst[16];
+
+  net::IpAddr src() const { return addr(inner_src); }
+  net::IpAddr dst() const { return addr(inner_dst); }
+
+ private:
+  net::IpAddr addr(const uint8_t* b) const {
+    net::IpAddr a;
+    a.family = (flags & kFeedbackIpv6) ? net::Family::ipv6 : net::Family::ipv4;
+    std::memcpy(a.bytes.data(), b, 16);
+    return a;
+  }
+};
+static_assert(sizeof(FeedbackEvent) == 48, "ring element size");
+
+// Events the ring holds (power of two). At 48 B a record this is 768 KiB.
+inline constexpr unsigned kFeedbackRingSize = 16384;
+
+// Hash of an inner host pair, order-sensitive, for the two tables below.
+inline uint32_t pair_hash(const net::IpAddr& a, const net::IpAddr& b) {
+  uint64_t w[4];
+  std::memcpy(w, a.bytes.data(), 16);
+  std::memcpy(w + 2, b.bytes.data(), 16);
+  uint32_t c = 0x2545F491u;
+  c = net::crc32c_u64(c, w[0]);
+  c = net::crc32c_u64(c, w[1]);
+  c = net::crc32c_u64(c, w[2]);
+  c = net::crc32c_u64(c, w[3]);
+  c ^= c >> 15;  // the table index takes the low bits
+  return c | 1u;  // never 0: 0 marks an empty entry
+}
+
+// ---- Reflection table (shared by the workers of one Gateway) ----
+// Written on decap when the outer header was CE (key = pair(remote src, local dst)), read on
+// encap of a CNP our host sends back (key = pair(CNP dst, CNP src), the same pair). Decap and
+// encap of one conversation usually run on different workers (RSS hashes different headers),
+// hence shared; touched only on CE and on CNPs, so the sharing costs nothing per packet.
+// Entry: key (32) | coarse time (16, units of 2^16 TSC cycles) | tag (16, reflected bit set).
+inline constexpr unsigned kReflectBits = 12;
+inline constexpr unsigned kReflectEntries = 1u << kReflectBits;
+inline constexpr unsigned kReflectTimeShift = 16;
+
+struct alignas(64) ReflectTable {
+  std::atomic<uint64_t> entries[kReflectEntries] = {};
+  // A CE older than this (in coarse units) is not reflected any more. Set by the Gateway.
+  uint16_t max_age = 0;
+
+  void record(uint32_t key, uint16_t remote_path, uint64_t tsc) {
+    const uint64_t v = uint64_t(key) << 32 | uint64_t(uint16_t(tsc >> kReflectTimeShift)) << 16 |
+                       uint16_t(kTagReflected | (remote_path & kTagPathMask));
+    std::atomic<uint64_t>& e = entries[key & (kReflectEntries - 1)];
+    if (e.load(std::memory_order_relaxed) != v) e.store(v, std::memory_order_relaxed);
+  }
+  // The reflected tag for this pair, or 0 when none is fresh.
+  uint16_t lookup(uint32_t key, uint64_t tsc) const {
+    const uint64_t v = entries[key & (kReflectEntries - 1)].load(std::memory_order_relaxed);
+    if (uint32_t(v >> 32) != key) return 0;
+    const uint16_t age = uint16_t(uint16_t(tsc >> kReflectTimeShift) - uint16_t(v >> 16));
+    return age <= max_age ? uint16_t(v) : 0;
+  }
+};
+
+// ---- Recent paths (per worker) ----
+// For the fallback blame when a CNP arrives without a reflected path id: which of our segment
+// lists carried traffic toward that remote host recently. Written by the owning worker on
+// every encapsulation (one entry per remote-host hash), read by the engine on the main lcore
+// (relaxed atomics: a racy but well-defined read; an occasional torn view only blurs a
+// heuristic). The mask restarts when the entry is older than the window.
+inline constexpr unsigned kRecentBits = 12;
+inline constexpr unsigned kRecentEntries = 1u << kRecentBits;
+
+struct RecentPathEntry {
+  std::atomic<uint32_t> key{0};  // pair_hash(local host, remote host); 0 = empty
+  std::atomic<uint32_t> slot{0};  // policy slot
+  std::atomic<uint64_t> since_tsc{0};
+  std::atomic<uint64_t> mask{0};  // bit i = path index i of the policy in that slot
+};
+
+}  // namespace srv6gw::dataplane

@@ -256,10 +256,14 @@ struct Agent::Impl final : public v1::Gateway::Service {
     std::lock_guard apply_lock(apply_mutex);
     const auto base = snapshot();
     if (req->has_expected_generation() && req->expected_generation() != base->generation) {
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          "stale generation: expected_generation is " +
-                              std::to_string(req->expected_generation()) +
-                              ", the running generation is " + std::to_string(base->generation));
+      const std::string message = "stale generation: expected_generation is " +
+                                  std::to_string(req->expected_generation()) +
+                                  ", the running generation is " +
+                                  std::to_string(base->generation);
+      // Logged like every other refusal: two controllers racing each other must be visible.
+      spdlog::warn("agent: refused a batch of {} changes from {}: {}", req->changes_size(),
+                   ctx->peer(), message);
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, message);
     }
     if (req->changes_size() == 0) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "changes: the batch is empty");

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Builds the libFuzzer targets of tests/fuzz with clang-14 + ASan + UBSan into build-fuzz and
-# runs each one for a while, one at a time (the machine is shared), on a scratch copy of its
-# committed seed corpus. Prints per target the executions run and "ok" or "crash"; exits
+# runs each one for a while, one at a time (the machine is shared), starting from its committed
+# seed corpus (new inputs go to a scratch directory in the build tree). Prints per target the executions run and "ok" or "crash"; exits
 # non-zero on any crash, leak, timeout or out-of-memory, with the input saved under
 # tests/fuzz/crashes/<target>/ (replay it with build*/tests/fuzz/<target>-replay FILE, and
 # once fixed move it to tests/fuzz/regressions/<target>/ so every build replays it).
@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
     --seconds=*) seconds="${1#*=}"; shift ;;
     --build) build="$2"; shift 2 ;;
     --build=*) build="${1#*=}"; shift ;;
-    -h|--help) sed -n '3,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,12p' "$0"; exit 0 ;;
     fuzz_*) targets+=("$1"); shift ;;
     *) echo "fuzz.sh: unknown argument '$1' (targets: ${all_targets[*]})" >&2; exit 2 ;;
   esac
@@ -88,7 +88,7 @@ for t in "${targets[@]}"; do
     (grep -E 'ERROR: |runtime error|invariant violated|SUMMARY' "$log" || true) | head -5 | sed 's/^/   /'
     echo "   full log: $log"
   fi
-  line="$t: $verdict, ${execs:-0} executions in ${seconds}s, coverage ${cov:-?} edges"
+  line="$t: $verdict, ${execs:-0} executions (limit ${seconds}s), coverage ${cov:-?} edges"
   echo "$line"
   summary+=("$line")
 done

@@ -3,6 +3,7 @@
 // Bad input must be refused with a message, never crash or leak (LSan); whatever is accepted
 // must pass validate() (the gRPC agent's check) and survive to_json -> load_config_json
 // unchanged, with to_json a fixed point, because the agent persists applied state that way.
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <variant>

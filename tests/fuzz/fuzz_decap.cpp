@@ -44,6 +44,42 @@ bool header_broken(net::ParseStatus s) {
          s == ParseStatus::bad_ipv6_length;
 }
 
+// What an accepted outer header chain must look like (RFC 8200 section 4, RFC 8754 section 2),
+// walked here independently of decap: extension headers that fit in the payload, at most
+// net::kMaxExtHeaders of them, no routing header with segments left, any SRH with a segment
+// list that fits its length (TLVs, in any number of 8-octet units, may follow it), and the chain
+// ending at the inner packet with next header 4/41.
+void check_chain(std::span<const uint8_t> input, const DecapResult& r) {
+  const size_t outer_end = 40 + size_t(srv6gw::fuzz::be16(input.data() + 4));
+  uint8_t nh = input[6];
+  size_t off = 40;
+  unsigned count = 0;
+  bool srh_seen = false;
+  uint16_t tag = 0;
+  while (nh == 0 || nh == 43 || nh == 44 || nh == 60) {
+    FUZZ_CHECK(++count <= net::kMaxExtHeaders);
+    FUZZ_CHECK(off + 8 <= outer_end);
+    const uint8_t* ext = input.data() + off;
+    const size_t len = nh == 44 ? 8 : (size_t(ext[1]) + 1) * 8;
+    FUZZ_CHECK(off + len <= outer_end);
+    if (nh == 44) FUZZ_CHECK((srv6gw::fuzz::be16(ext + 2) & 0xFFF9) == 0);  // atomic only
+    if (nh == 43) {
+      FUZZ_CHECK(ext[3] == 0);  // segments left
+      if (ext[2] == 4) {
+        FUZZ_CHECK(2 * (size_t(ext[4]) + 1) <= ext[1]);  // TLVs may follow the list
+        srh_seen = true;
+        tag = srv6gw::fuzz::be16(ext + 6);
+      }
+    }
+    nh = ext[0];
+    off += len;
+  }
+  FUZZ_CHECK(off == r.inner_offset);
+  FUZZ_CHECK(nh == (r.inner_family == net::Family::ipv4 ? 4 : 41));
+  FUZZ_CHECK(r.had_srh == srh_seen);
+  if (srh_seen) FUZZ_CHECK(r.srh_tag == tag);
+}
+
 struct Outcome {
   DecapStatus status;
   DecapResult result;
@@ -79,6 +115,7 @@ void check(std::span<const uint8_t> input, LocalSidBehavior behavior, const Outc
   if (behavior == LocalSidBehavior::end_dx4) FUZZ_CHECK(r.inner_family == net::Family::ipv4);
   if (behavior == LocalSidBehavior::end_dx6) FUZZ_CHECK(r.inner_family == net::Family::ipv6);
   FUZZ_CHECK(r.inner_family == net::Family::ipv4 || r.inner_family == net::Family::ipv6);
+  check_chain(input, r);
 
   const uint8_t* before = input.data() + r.inner_offset;
   const uint8_t* after = o.bytes.data() + r.inner_offset;

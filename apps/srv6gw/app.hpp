@@ -11,6 +11,7 @@
 
 #include "config/model.hpp"
 #include "dataplane/pipeline.hpp"
+#include "engine_runner.hpp"
 #include "options.hpp"
 #include "ports.hpp"
 #include "worker.hpp"
@@ -24,6 +25,8 @@ struct App {
   PortSetup fabric;
   Pools pools;
   std::unique_ptr<dataplane::Gateway> gateway;
+  // Local SR engine; created by the control loop, used on the main lcore under control_mutex.
+  std::unique_ptr<EngineRunner> engine;
   std::vector<unsigned> worker_lcores;  // worker i runs on worker_lcores[i], serves queue i
   std::vector<WorkerArgs> worker_args;
   uint64_t start_tsc = 0;

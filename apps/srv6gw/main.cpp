@@ -24,6 +24,7 @@
 #include "agent/state_sink.hpp"
 #include "app.hpp"
 #include "config/loader.hpp"
+#include "engine_runner.hpp"
 #include "options.hpp"
 #include "ports.hpp"
 #include "stats.hpp"
@@ -176,10 +177,20 @@ void control_loop(App& app) {
   {
     std::lock_guard lock(app.control_mutex);
     prev = take_snapshot(app);
+    app.engine = std::make_unique<EngineRunner>(*app.gateway, app.gateway->running_config().engine);
   }
   while (!g_stop.load(std::memory_order_relaxed)) {
-    std::this_thread::sleep_for(kControlTick);
+    // The local SR engine wants the ring drained about every interval (100 us by default);
+    // everything else here is coarse.
+    const auto tick = std::min<std::chrono::microseconds>(
+        kControlTick, std::chrono::microseconds(app.engine->tick_interval_us()));
+    std::this_thread::sleep_for(tick);
     const auto now = Clock::now();
+    {
+      std::lock_guard lock(app.control_mutex);
+      app.engine->poll(uint64_t(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count()));
+    }
     if (now >= next_reclaim) {
       std::lock_guard lock(app.control_mutex);
       app.gateway->reclaim();
@@ -228,11 +239,22 @@ void print_final(App& app) {
     s = take_snapshot(app);
     paths = app.gateway->path_stats();
   }
+  std::string engine_text, engine_json;
+  if (app.engine) {
+    std::lock_guard lock(app.control_mutex);
+    engine_text = app.engine->report();
+    engine_json = app.engine->json();
+  }
   std::fputs(final_report(app, s, paths).c_str(), stdout);
+  std::fputs(engine_text.c_str(), stdout);
   std::fflush(stdout);
   if (app.options.stats_json_path) {
     std::ofstream f(*app.options.stats_json_path);
-    f << final_json(app, s, paths);
+    std::string json = final_json(app, s, paths);
+    // The engine's statistics join the top-level object as "engine".
+    if (const size_t end = json.rfind('}'); !engine_json.empty() && end != std::string::npos)
+      json.insert(end, ",\"engine\":" + engine_json);
+    f << json;
     if (!f) spdlog::error("cannot write {}", *app.options.stats_json_path);
   }
 }
@@ -244,6 +266,7 @@ void tear_down(App& app) {
   }
   for (PortSetup* p : {&app.host, &app.fabric})
     if (!p->name.empty()) stop_and_close(*p);
+  app.engine.reset();   // holds the Gateway
   app.gateway.reset();  // after the ports: no mbuf from its header pool is left in a ring
   app.pools.free_all();
 }

@@ -37,6 +37,9 @@ void accumulate(WorkerCounters& into, const WorkerCounters& from) {
     into.decap_status[i] += from.decap_status[i];
   into.bursts += from.bursts;
   into.busy_tsc += from.busy_tsc;
+  into.pipeline_tsc += from.pipeline_tsc;
+  for (size_t i = 0; i < into.rx_burst_histogram.size(); ++i)
+    into.rx_burst_histogram[i] += from.rx_burst_histogram[i];
 }
 
 uint64_t total_drops(const WorkerCounters& c) {
@@ -234,6 +237,13 @@ std::string final_json(const App& app, const Snapshot& s,
         c.passed_fabric_to_host, c.inner_ce_marked, c.cnp_seen, c.outer_ce_seen, c.chained_header,
         c.bursts, c.busy_tsc, cycles_per_packet(c.busy_tsc, c.rx_host + c.rx_fabric),
         total_drops(c));
+    o += fmt::format(",\"pipeline_tsc\":{},\"pipeline_cycles_per_packet\":{:.2f}", c.pipeline_tsc,
+                     cycles_per_packet(c.pipeline_tsc, c.rx_host + c.rx_fabric));
+    // RX polls by burst size: index = packets returned by one rte_eth_rx_burst, 0 = empty.
+    o += ",\"burst_histogram\":[";
+    for (size_t i = 0; i < c.rx_burst_histogram.size(); ++i)
+      o += fmt::format("{}{}", i ? "," : "", c.rx_burst_histogram[i]);
+    o += "]";
     o += ",\"drops\":{";
     for (size_t i = 0; i < c.drops.size(); ++i)
       o +=

@@ -48,6 +48,7 @@ void add_counters(rte_tel_data* d, const WorkerCounters& c) {
   rte_tel_data_add_dict_u64(d, "chained_header", c.chained_header);
   rte_tel_data_add_dict_u64(d, "bursts", c.bursts);
   rte_tel_data_add_dict_u64(d, "busy_tsc", c.busy_tsc);
+  rte_tel_data_add_dict_u64(d, "pipeline_tsc", c.pipeline_tsc);
   const uint64_t rx = c.rx_host + c.rx_fabric;
   // Telemetry in DPDK 22.11 has no floating-point values: hundredths of a cycle.
   rte_tel_data_add_dict_u64(d, "cycles_per_packet_x100", rx ? c.busy_tsc * 100 / rx : 0);

@@ -17,6 +17,8 @@ namespace {
 
 using dataplane::kBurstSize;
 using dataplane::WorkerCounters;
+static_assert(dataplane::kRxBurstHistogramBuckets == kBurstSize + 1,
+              "one histogram bucket per possible RX burst size, 0 included");
 
 // Packets waiting for one TX queue. The pipeline writes its output straight behind the
 // packets already waiting; we flush as soon as a full burst is there, so with
@@ -74,10 +76,12 @@ int worker_main(void* arg) {
   // busy_tsc: the pipeline adds the cycles spent inside process_*_burst; we add what the
   // worker spends around it on bursts that carried packets (RX burst, TX), so that
   // busy_tsc / packets is the whole per-packet cost, as testpmd's cycles/packet.
+  // pipeline_tsc (the pipeline alone) is left to the pipeline.
   uint64_t last_drain = rte_rdtsc();
   while (likely(!g_stop.load(std::memory_order_relaxed))) {
     uint64_t t0 = rte_rdtsc();
     const uint16_t n_host = rte_eth_rx_burst(a.host_port, q, rx, kBurstSize);
+    ++c.rx_burst_histogram[n_host];
     if (n_host != 0) {
       c.busy_tsc += rte_rdtsc() - t0;
       const uint16_t out =
@@ -91,6 +95,7 @@ int worker_main(void* arg) {
       t0 = rte_rdtsc();
     }
     const uint16_t n_fabric = rte_eth_rx_burst(a.fabric_port, q, rx, kBurstSize);
+    ++c.rx_burst_histogram[n_fabric];
     if (n_fabric != 0) {
       c.busy_tsc += rte_rdtsc() - t0;
       const uint16_t out =

@@ -258,8 +258,7 @@ struct Agent::Impl final : public v1::Gateway::Service {
     if (req->has_expected_generation() && req->expected_generation() != base->generation) {
       const std::string message = "stale generation: expected_generation is " +
                                   std::to_string(req->expected_generation()) +
-                                  ", the running generation is " +
-                                  std::to_string(base->generation);
+                                  ", the running generation is " + std::to_string(base->generation);
       // Logged like every other refusal: two controllers racing each other must be visible.
       spdlog::warn("agent: refused a batch of {} changes from {}: {}", req->changes_size(),
                    ctx->peer(), message);

@@ -291,6 +291,51 @@ void map_actions(const lyd_node* actions, GatewayConfig& cfg) {
   });
 }
 
+double as_decimal(const lyd_node* n) {
+  const std::string v(value_of(n));
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || end != v.c_str() + v.size())
+    fail(n, "expected a decimal number, got '" + v + "'");
+  return x;
+}
+
+void map_engine(const lyd_node* node, engine::Params& out) {
+  for_children(node, [&](const lyd_node* c, std::string_view name) {
+    if (name == "enabled") {
+      out.enabled = as_bool(c);
+    } else if (name == "interval-us") {
+      out.interval_us = as_uint<uint32_t>(c);
+    } else if (name == "alpha") {
+      out.alpha = as_decimal(c);
+    } else if (name == "decrease") {
+      out.decrease = as_decimal(c);
+    } else if (name == "min-factor") {
+      out.min_factor = as_decimal(c);
+    } else if (name == "decrease-gap-us") {
+      out.decrease_gap_us = as_uint<uint32_t>(c);
+    } else if (name == "exclude-threshold") {
+      out.exclude_threshold = as_decimal(c);
+    } else if (name == "readmit-threshold") {
+      out.readmit_threshold = as_decimal(c);
+    } else if (name == "readmit-factor") {
+      out.readmit_factor = as_decimal(c);
+    } else if (name == "hold-down-us") {
+      out.hold_down_us = as_uint<uint32_t>(c);
+    } else if (name == "max-hold-down-us") {
+      out.max_hold_down_us = as_uint<uint32_t>(c);
+    } else if (name == "recovery-step") {
+      out.recovery_step = as_decimal(c);
+    } else if (name == "recovery-period-us") {
+      out.recovery_period_us = as_uint<uint32_t>(c);
+    } else if (name == "reflect") {
+      out.reflect = as_bool(c);
+    } else {
+      fail(c, "unexpected node");
+    }
+  });
+}
+
 void map_capacities(const lyd_node* caps, Capacities& out) {
   for_children(caps, [&](const lyd_node* c, std::string_view name) {
     if (name == "exact-entries") {
@@ -495,6 +540,8 @@ GatewayConfig map_gateway(const lyd_node* gw) {
       cfg.stats_interval_ms = as_uint<uint32_t>(c);
     } else if (name == "capacities") {
       map_capacities(c, cfg.capacities);
+    } else if (name == "engine") {
+      map_engine(c, cfg.engine);
     } else if (name == "policies") {
       for_children(
           c, [&](const lyd_node* p, std::string_view) { cfg.policies.push_back(map_policy(p)); });
@@ -729,6 +776,30 @@ std::string to_json(const GatewayConfig& cfg) {
   w.number("policies", c.policies);
   w.number("local-sids", c.local_sids);
   w.number("max-sids", c.max_sids);
+  w.close_object();
+
+  // decimal64 leaves are JSON strings (RFC 7951), six fraction digits as in the module.
+  const engine::Params& e = cfg.engine;
+  auto dec = [](double v) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.6f", v);
+    return std::string(b);
+  };
+  w.open_object("engine");
+  w.boolean("enabled", e.enabled);
+  w.number("interval-us", e.interval_us);
+  w.string("alpha", dec(e.alpha));
+  w.string("decrease", dec(e.decrease));
+  w.string("min-factor", dec(e.min_factor));
+  w.number("decrease-gap-us", e.decrease_gap_us);
+  w.string("exclude-threshold", dec(e.exclude_threshold));
+  w.string("readmit-threshold", dec(e.readmit_threshold));
+  w.string("readmit-factor", dec(e.readmit_factor));
+  w.number("hold-down-us", e.hold_down_us);
+  w.number("max-hold-down-us", e.max_hold_down_us);
+  w.string("recovery-step", dec(e.recovery_step));
+  w.number("recovery-period-us", e.recovery_period_us);
+  w.boolean("reflect", e.reflect);
   w.close_object();
 
   if (!cfg.policies.empty()) {

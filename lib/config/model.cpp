@@ -353,6 +353,11 @@ std::optional<ConfigError> validate_policies(const GatewayConfig& cfg,
       if (!list_names.insert(sl.name).second) {
         return err(sp, "duplicate segment list name '" + sl.name + "' in policy '" + p.name + "'");
       }
+      if (sl.path_id > kMaxPathId) {
+        return err(sp + "/path-id", "path-id must be 0.." + std::to_string(kMaxPathId) + ", not " +
+                                        std::to_string(sl.path_id) +
+                                        " (the SRH Tag's top bit marks a reflected path id)");
+      }
       if (auto [it, fresh] = path_ids.emplace(sl.path_id, Owner{p.name, sl.name}); !fresh) {
         return err(sp + "/path-id", "path-id " + std::to_string(sl.path_id) +
                                         " is already used by " + describe(it->second) +
@@ -590,6 +595,8 @@ std::optional<ConfigError> validate(const GatewayConfig& cfg) {
   }
   if (cfg.hop_limit == 0) return err(std::string(kRoot) + "/hop-limit", "hop-limit must be 1..255");
   if (auto e = validate_capacities(cfg.capacities)) return e;
+  if (auto e = engine::check(cfg.engine))
+    return err(std::string(kRoot) + "/engine/" + e->field, e->field + " " + e->message);
   std::map<net::Ipv6Addr, Owner> policy_sids;
   if (auto e = validate_policies(cfg, policy_sids)) return e;
   if (auto e = validate_steering(cfg)) return e;

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/params.hpp"
 #include "net/addr.hpp"
 #include "srv6/decap.hpp"
 #include "srv6/encap.hpp"
@@ -23,6 +24,8 @@ inline constexpr uint32_t kMaxWeight = 1000000;  // per segment list; sums fit i
 inline constexpr uint32_t kMaxQp = 0xFFFFFF;     // BTH DestQP is 24 bits
 inline constexpr uint32_t kMaxFlowletGapUs = 10000000;
 inline constexpr uint16_t kMaxQueues = 128;
+// SRH Tag bit 15 marks a reflected path id (docs/engine.md): our own ids stay below it.
+inline constexpr uint16_t kMaxPathId = 0x7FFF;
 
 // to_string returns the YANG enum name ("flowlet", "drop", "qp-range"); parse_* accepts it.
 enum class SelectionMode : uint8_t { flow, packet, flowlet, selective, adaptive };
@@ -35,9 +38,9 @@ std::optional<MissAction> parse_miss_action(std::string_view name);
 
 struct SegmentList {
   std::string name;
-  uint16_t path_id = 0;             // written into the SRH Tag; unique within the gateway
-  uint32_t weight = 1;              // 0 = configured but carries no traffic
-  bool backup = false;              // used only when every non-backup list is unusable
+  uint16_t path_id = 0;  // written into the SRH Tag; unique within the gateway, <= kMaxPathId
+  uint32_t weight = 1;   // 0 = configured but carries no traffic
+  bool backup = false;   // used only when every non-backup list is unusable
   std::vector<net::Ipv6Addr> sids;  // 1..16, path order
   friend bool operator==(const SegmentList&, const SegmentList&) = default;
 };
@@ -115,6 +118,7 @@ struct GatewayConfig {
   MissAction fabric_non_sid = MissAction::pass;  // fabric -> host, not one of our SIDs
   uint32_t stats_interval_ms = 1000;             // periodic stats line; 0 = off
   Capacities capacities;
+  engine::Params engine;  // local SR engine (container engine)
   std::vector<Policy> policies;
   std::vector<SteeringRule> steering;
   std::vector<LocalSid> local_sids;

@@ -28,6 +28,9 @@ enum class DropReason : uint8_t {
 };
 const char* to_string(DropReason r);
 
+// 0 .. kBurstSize packets per RX poll (pipeline.hpp's kBurstSize; checked there).
+inline constexpr size_t kRxBurstHistogramBuckets = 33;
+
 struct alignas(64) WorkerCounters {
   uint64_t rx_host = 0, rx_fabric = 0;
   uint64_t rx_host_bytes = 0, rx_fabric_bytes = 0;
@@ -48,6 +51,11 @@ struct alignas(64) WorkerCounters {
   std::array<uint64_t, size_t(srv6::DecapStatus::count_)> decap_status{};
   uint64_t bursts = 0;
   uint64_t busy_tsc = 0;  // TSC spent in processing stages (cycles per packet = busy/pkts)
+  // TSC spent inside process_*_burst only (busy_tsc also holds the worker's RX and TX time).
+  uint64_t pipeline_tsc = 0;
+  // RX polls by burst size (index = packets returned, 0 = an empty poll), both ports.
+  // Written by the worker loop of the daemon.
+  std::array<uint64_t, kRxBurstHistogramBuckets> rx_burst_histogram{};
 };
 
 }  // namespace srv6gw::dataplane

@@ -35,7 +35,7 @@ inline constexpr uint8_t kFeedbackIpv6 = 0x02;    // inner addresses are IPv6 (e
 
 // One event, 48 bytes, copied into the ring by value (rte_ring elem API, esize 48).
 struct FeedbackEvent {
-  uint64_t tsc = 0;   // worker TSC when seen
+  uint64_t tsc = 0;  // worker TSC when seen
   FeedbackKind kind = FeedbackKind::ce_decap;
   uint8_t flags = 0;
   uint16_t tag = 0;      // raw SRH Tag (see the wire format above)
@@ -69,7 +69,7 @@ inline uint32_t pair_hash(const net::IpAddr& a, const net::IpAddr& b) {
   c = net::crc32c_u64(c, w[1]);
   c = net::crc32c_u64(c, w[2]);
   c = net::crc32c_u64(c, w[3]);
-  c ^= c >> 15;  // the table index takes the low bits
+  c ^= c >> 15;   // the table index takes the low bits
   return c | 1u;  // never 0: 0 marks an empty entry
 }
 
@@ -87,6 +87,8 @@ struct alignas(64) ReflectTable {
   std::atomic<uint64_t> entries[kReflectEntries] = {};
   // A CE older than this (in coarse units) is not reflected any more. Set by the Gateway.
   uint16_t max_age = 0;
+  // Configuration (engine/reflect): written by the control thread, read on CE and CNPs.
+  std::atomic<bool> enabled{true};
 
   void record(uint32_t key, uint16_t remote_path, uint64_t tsc) {
     const uint64_t v = uint64_t(key) << 32 | uint64_t(uint16_t(tsc >> kReflectTimeShift)) << 16 |
@@ -96,6 +98,7 @@ struct alignas(64) ReflectTable {
   }
   // The reflected tag for this pair, or 0 when none is fresh.
   uint16_t lookup(uint32_t key, uint64_t tsc) const {
+    if (!enabled.load(std::memory_order_relaxed)) return 0;
     const uint64_t v = entries[key & (kReflectEntries - 1)].load(std::memory_order_relaxed);
     if (uint32_t(v >> 32) != key) return 0;
     const uint16_t age = uint16_t(uint16_t(tsc >> kReflectTimeShift) - uint16_t(v >> 16));
@@ -113,10 +116,11 @@ inline constexpr unsigned kRecentBits = 12;
 inline constexpr unsigned kRecentEntries = 1u << kRecentBits;
 
 struct RecentPathEntry {
-  std::atomic<uint32_t> key{0};  // pair_hash(local host, remote host); 0 = empty
+  std::atomic<uint32_t> key{0};   // pair_hash(local host, remote host); 0 = empty
   std::atomic<uint32_t> slot{0};  // policy slot
   std::atomic<uint64_t> since_tsc{0};
   std::atomic<uint64_t> mask{0};  // bit i = path index i of the policy in that slot
+  std::atomic<uint32_t> last{0};  // path index of the latest packet (per-flow modes)
 };
 
 }  // namespace srv6gw::dataplane

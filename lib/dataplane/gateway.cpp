@@ -21,9 +21,11 @@ namespace srv6gw::dataplane {
 
 namespace {
 
-// A CE seen toward our host is reflected into the CNPs it sends back within this time (an
-// RNIC answers a CE mark with a CNP within microseconds; older marks are stale).
-constexpr double kReflectWindowSeconds = 1e-3;
+// A CE seen toward our host is reflected into the CNPs it sends back within this time. An
+// RNIC answers within microseconds, but it rate-limits CNPs per QP and a loaded host may be
+// late; every newer CE on the pair replaces the entry, so a long window only keeps the most
+// recent congested path named, it never names an old one over a newer one.
+constexpr double kReflectWindowSeconds = 10e-3;
 // A recent-path mask covers about this much traffic history.
 constexpr double kRecentWindowSeconds = 2e-3;
 
@@ -53,14 +55,15 @@ class GatewayImpl final : public Gateway {
     feedback_ring_ = rte_ring_create_elem(ring_name.c_str(), sizeof(FeedbackEvent),
                                           kFeedbackRingSize, SOCKET_ID_ANY, RING_F_SC_DEQ);
     if (!feedback_ring_) {
-      error = {"/srv6gw:gateway", std::string("cannot create the engine feedback ring: ") +
-                                      rte_strerror(rte_errno)};
+      error = {"/srv6gw:gateway",
+               std::string("cannot create the engine feedback ring: ") + rte_strerror(rte_errno)};
       return false;
     }
     const double hz = double(rte_get_tsc_hz());
     reflect_ = std::make_unique<ReflectTable>();
-    reflect_->max_age = uint16_t(std::clamp(hz * kReflectWindowSeconds / double(1u << kReflectTimeShift),
-                                            1.0, 65535.0));
+    reflect_->max_age = uint16_t(
+        std::clamp(hz * kReflectWindowSeconds / double(1u << kReflectTimeShift), 1.0, 65535.0));
+    reflect_->enabled.store(cfg.engine.reflect, std::memory_order_relaxed);
     recent_window_tsc_ = uint64_t(hz * kRecentWindowSeconds);
     for (unsigned i = 0; i < n_workers; ++i) {
       auto w = std::make_unique<WorkerContext>(runtime_->slot_capacity());
@@ -86,6 +89,7 @@ class GatewayImpl final : public Gateway {
   std::optional<config::ConfigError> apply(const config::GatewayConfig& cfg) override {
     auto e = runtime_->apply(cfg);
     if (!e) {
+      reflect_->enabled.store(cfg.engine.reflect, std::memory_order_relaxed);
       std::lock_guard lock(stats_mutex_);
       refresh_layouts();
     }
@@ -112,8 +116,7 @@ class GatewayImpl final : public Gateway {
   const policy::Runtime& runtime() const override { return *runtime_; }
 
   unsigned drain_feedback(FeedbackEvent* out, unsigned max) override {
-    return rte_ring_sc_dequeue_burst_elem(feedback_ring_, out, sizeof(FeedbackEvent), max,
-                                          nullptr);
+    return rte_ring_sc_dequeue_burst_elem(feedback_ring_, out, sizeof(FeedbackEvent), max, nullptr);
   }
 
   void recent_paths(const net::IpAddr& local, const net::IpAddr& remote,
@@ -131,6 +134,14 @@ class GatewayImpl final : public Gateway {
       if (slot >= runtime_->slot_capacity()) continue;
       const policy::CompiledPolicy* p = runtime_->policy(slot);
       if (!p) continue;
+      // Per-flow modes: the pair's traffic sits on one list; the one it used last is the
+      // one its CNP is about (the mask also holds lists it left when weights changed).
+      if (p->mode == config::SelectionMode::flow || p->mode == config::SelectionMode::flowlet ||
+          p->mode == config::SelectionMode::adaptive) {
+        const uint32_t last = e.last.load(std::memory_order_relaxed);
+        if (last < p->paths.size()) path_ids.push_back(p->paths[last].path_id);
+        continue;
+      }
       for (; mask; mask &= mask - 1) {
         const unsigned i = unsigned(__builtin_ctzll(mask));
         if (i < p->paths.size()) path_ids.push_back(p->paths[i].path_id);
@@ -179,16 +190,24 @@ class GatewayImpl final : public Gateway {
     for (const policy::Runtime::PolicyInfo& pi : runtime_->policies()) {
       SlotLayout layout;
       layout.policy = pi.policy->name;
-      for (const policy::CompiledPath& path : pi.policy->paths) layout.paths.push_back(path.name);
+      for (const policy::CompiledPath& path : pi.policy->paths)
+        layout.paths.push_back({path.name, path.path_id});
       if (layout == layouts_[pi.slot]) continue;
       for (size_t i = 0; i < policy::kMaxPaths; ++i) baselines_[pi.slot][i] = summed(pi.slot, i);
       layouts_[pi.slot] = std::move(layout);
     }
   }
 
+  // What the per-slot path counters mean. A new name or path id for a slot's path restarts
+  // its counters from zero (a list renumbered by a push is another path on the wire).
+  struct PathIdentity {
+    std::string name;
+    uint16_t path_id = 0;
+    friend bool operator==(const PathIdentity&, const PathIdentity&) = default;
+  };
   struct SlotLayout {
     std::string policy;
-    std::vector<std::string> paths;
+    std::vector<PathIdentity> paths;
     friend bool operator==(const SlotLayout&, const SlotLayout&) = default;
   };
 
@@ -196,7 +215,7 @@ class GatewayImpl final : public Gateway {
   std::unique_ptr<policy::Runtime> runtime_;
   std::vector<std::unique_ptr<WorkerContext>> workers_;
   LearnedMac learned_host_mac_;
-  rte_ring* feedback_ring_ = nullptr;     // workers enqueue (MP), the engine dequeues (SC)
+  rte_ring* feedback_ring_ = nullptr;      // workers enqueue (MP), the engine dequeues (SC)
   std::unique_ptr<ReflectTable> reflect_;  // shared by the workers (see feedback.hpp)
   uint64_t recent_window_tsc_ = 0;
   mutable std::mutex stats_mutex_;  // layouts_ and baselines_ (control threads)

@@ -13,7 +13,9 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
+#include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "dataplane/mbuf_span.hpp"
 #include "dataplane/worker_context.hpp"
@@ -30,6 +32,10 @@ namespace srv6gw::dataplane {
 namespace {
 
 constexpr unsigned kPrefetchAhead = 4;
+// Packets per stage of process_host_burst (stack arrays; steer_bulk takes at most
+// policy::kSteerBulkMax).
+constexpr unsigned kStageMax = kBurstSize;
+static_assert(kStageMax <= policy::kSteerBulkMax);
 constexpr unsigned kEthLen = 14;
 
 // Parser outcomes that are not RoCEv2 but legitimate host traffic: they take the non-RoCE
@@ -125,19 +131,22 @@ inline void note_recent_path(WorkerContext& w, const net::PacketInfo& info, uint
     e.slot.store(slot, std::memory_order_relaxed);
     e.since_tsc.store(now, std::memory_order_relaxed);
     e.mask.store(bit, std::memory_order_relaxed);
+    e.last.store(idx, std::memory_order_relaxed);
     return;
   }
   const uint64_t mask = e.mask.load(std::memory_order_relaxed);
   if (unlikely(!(mask & bit))) e.mask.store(mask | bit, std::memory_order_relaxed);
+  if (unlikely(e.last.load(std::memory_order_relaxed) != idx))
+    e.last.store(idx, std::memory_order_relaxed);
 }
 
-// Encapsulates one classified RoCEv2 packet. Returns the mbuf to send (the same one, or a
-// header segment chained in front of it) or null when the packet was dropped or counted as
-// a miss that the caller passes (then `*passed` is set and m is unchanged).
+// Encapsulates one classified RoCEv2 packet steered to `slot` (kNoSlot: a miss). Returns
+// the mbuf to send (the same one, or a header segment chained in front of it) or null when
+// the packet was dropped or counted as a miss that the caller passes (then `*passed` is set
+// and m is unchanged).
 inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf* m,
-                           const net::PacketInfo& info, uint64_t now, bool* passed) {
+                           const net::PacketInfo& info, uint32_t slot, uint64_t now, bool* passed) {
   WorkerCounters& c = w.counters;
-  const uint32_t slot = policy::steer(view.steering, info);
   const policy::CompiledPolicy* p =
       likely(slot != policy::kNoSlot) ? w.runtime->policy(slot) : nullptr;
   if (unlikely(p == nullptr)) {
@@ -236,37 +245,70 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
       w.learned_host_mac->packed.store(mac, std::memory_order_relaxed);
     }
   }
-  for (uint16_t i = 0; i < n; ++i) {
-    if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
-    rte_mbuf* m = pkts[i];
-    ++c.rx_host;
-    c.rx_host_bytes += m->pkt_len;
-    net::PacketInfo info;
-    const net::ParseStatus st = net::parse_frame(first_segment(m), info);
-    ++c.parse_status[size_t(st)];
-    if (likely(st == net::ParseStatus::ok)) {
-      if (unlikely(info.is_cnp)) ++c.cnp_seen;
-      bool passed = false;
-      rte_mbuf* res = encap_one(w, view, m, info, now, &passed);
-      if (likely(res != nullptr)) {
-        out[n_out++] = res;
-      } else if (passed) {
-        ++c.passed_host_to_fabric;
-        out[n_out++] = m;
+  // Staged over chunks of the burst: parse every packet, steer all RoCEv2 packets with bulk
+  // hash lookups, then select and encapsulate in arrival order (the output keeps the input
+  // order of the packets that go out).
+  for (uint16_t base = 0; base < n; base += kStageMax) {
+    const unsigned cn = std::min(unsigned(n - base), kStageMax);
+    rte_mbuf** chunk = pkts + base;
+    // Raw storage: parse_frame() writes every field of a PacketInfo on ok and clears the
+    // record itself otherwise, so value-initialising 32 of them would be wasted stores.
+    alignas(net::PacketInfo) unsigned char info_storage[kStageMax * sizeof(net::PacketInfo)];
+    net::PacketInfo* info = std::launder(reinterpret_cast<net::PacketInfo*>(info_storage));
+    net::ParseStatus status[kStageMax];
+    const net::PacketInfo* roce[kStageMax];
+    uint32_t slots[kStageMax];
+    unsigned n_roce = 0;
+
+    // Stage 1: parse.
+    for (unsigned i = 0; i < cn; ++i) {
+      if (base + i + kPrefetchAhead < n)
+        rte_prefetch0(rte_pktmbuf_mtod(pkts[base + i + kPrefetchAhead], void*));
+      rte_mbuf* m = chunk[i];
+      ++c.rx_host;
+      c.rx_host_bytes += m->pkt_len;
+      const net::ParseStatus st = net::parse_frame(first_segment(m), info[i]);
+      status[i] = st;
+      ++c.parse_status[size_t(st)];
+      if (likely(st == net::ParseStatus::ok)) {
+        if (unlikely(info[i].is_cnp)) ++c.cnp_seen;
+        roce[n_roce++] = &info[i];
       }
-    } else if (is_pass_through(st)) {
-      if (view.settings.non_roce == config::MissAction::pass) {
-        ++c.passed_host_to_fabric;
-        out[n_out++] = m;
+    }
+
+    // Stage 2: steering, one bulk lookup per hash level for the whole chunk.
+    if (n_roce != 0) policy::steer_bulk(view.steering, roce, n_roce, slots);
+
+    // Stage 3: select + encapsulate (or pass / drop), in arrival order.
+    unsigned r = 0;
+    for (unsigned i = 0; i < cn; ++i) {
+      rte_mbuf* m = chunk[i];
+      const net::ParseStatus st = status[i];
+      if (likely(st == net::ParseStatus::ok)) {
+        bool passed = false;
+        rte_mbuf* res = encap_one(w, view, m, info[i], slots[r++], now, &passed);
+        if (likely(res != nullptr)) {
+          out[n_out++] = res;
+        } else if (passed) {
+          ++c.passed_host_to_fabric;
+          out[n_out++] = m;
+        }
+      } else if (is_pass_through(st)) {
+        if (view.settings.non_roce == config::MissAction::pass) {
+          ++c.passed_host_to_fabric;
+          out[n_out++] = m;
+        } else {
+          drop(c, m, DropReason::non_roce_dropped);
+        }
       } else {
-        drop(c, m, DropReason::non_roce_dropped);
+        drop(c, m, DropReason::malformed);
       }
-    } else {
-      drop(c, m, DropReason::malformed);
     }
   }
   if (unlikely(w.n_pending != 0)) flush_feedback(w);
-  c.busy_tsc += rte_rdtsc() - start;
+  const uint64_t spent = rte_rdtsc() - start;
+  c.busy_tsc += spent;
+  c.pipeline_tsc += spent;
   return n_out;
 }
 
@@ -376,7 +418,9 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
     out[n_out++] = m;
   }
   if (unlikely(w.n_pending != 0)) flush_feedback(w);
-  c.busy_tsc += rte_rdtsc() - start;
+  const uint64_t spent = rte_rdtsc() - start;
+  c.busy_tsc += spent;
+  c.pipeline_tsc += spent;
   return n_out;
 }
 

@@ -108,7 +108,9 @@ class Gateway {
   virtual unsigned drain_feedback(FeedbackEvent* out, unsigned max) = 0;
   // Appends our path ids that carried traffic from inner host `local` toward `remote`
   // within the last few milliseconds, on any worker (fallback blame of a CNP that carries
-  // no reflected path id). Control thread; reads the workers' tables racily by design.
+  // no reflected path id): in the per-flow modes (flow, flowlet, adaptive) the list the
+  // pair used last, in the spraying modes every list it used. Control thread; reads the
+  // workers' tables racily by design.
   virtual void recent_paths(const net::IpAddr& local, const net::IpAddr& remote,
                             std::vector<uint16_t>& path_ids) const = 0;
 };

@@ -71,6 +71,18 @@ constexpr size_t kMaxL3Len = 0xFFFF;
 #define SRV6GW_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SRV6GW_LIKELY(x) __builtin_expect(!!(x), 1)
 
+// Writes an IPv4 address as one 16-byte store (zero upper bytes): a 16-byte read of the
+// address right after (steering key, flow hash) is then forwarded from the store buffer
+// instead of stalling on a 4-byte store followed by stale upper bytes.
+inline void store_ipv4_addr(IpAddr& a, const uint8_t* p) {
+  typedef uint32_t U32x4 __attribute__((vector_size(16)));
+  uint32_t word;
+  std::memcpy(&word, p, 4);
+  const U32x4 v = {word, 0, 0, 0};
+  a.family = Family::ipv4;
+  std::memcpy(a.bytes.data(), &v, 16);
+}
+
 // UDP header at `l4`, IP payload ends at `l3_end` (not the frame end: Ethernet padding
 // may follow). Then the BTH when the destination port is RoCEv2's.
 inline ParseStatus parse_udp_bth(const uint8_t* p, size_t l4, size_t l3_end, PacketInfo& info) {
@@ -128,16 +140,16 @@ inline ParseStatus parse_ipv4_at(const uint8_t* p, size_t l3, size_t frame_len, 
   info.ttl = ip[8];
   info.l4_proto = ip[9];
   info.has_ip_options = ihl_bytes > kIpv4MinHeaderLen;
-  info.src.family = Family::ipv4;
-  info.dst.family = Family::ipv4;
-  std::memcpy(info.src.bytes.data(), ip + 12, 4);
-  std::memcpy(info.dst.bytes.data(), ip + 16, 4);
+  info.ipv6_flow_label = 0;
+  store_ipv4_addr(info.src, ip + 12);
+  store_ipv4_addr(info.dst, ip + 16);
 
   // MF set or a non-zero fragment offset; DF (0x4000) alone is the RoCEv2 norm.
   if (SRV6GW_UNLIKELY((load_be16(ip + 6) & 0x3FFF) != 0)) {
     info.fragment = true;
     return ParseStatus::fragment;
   }
+  info.fragment = false;
   if (SRV6GW_UNLIKELY(info.l4_proto != kProtoUdp)) return ParseStatus::not_udp;
   const size_t l4 = l3 + ihl_bytes;
   info.l4_offset = uint16_t(l4);
@@ -160,6 +172,8 @@ inline ParseStatus parse_ipv6_at(const uint8_t* p, size_t l3, size_t frame_len, 
   info.dscp = uint8_t(tc >> 2);
   info.ecn = uint8_t(tc & 0x3);
   info.ipv6_flow_label = word0 & 0xFFFFF;
+  info.has_ip_options = false;
+  info.fragment = false;
   info.ttl = ip[7];
   info.src.family = Family::ipv6;
   info.dst.family = Family::ipv6;
@@ -203,10 +217,15 @@ inline ParseStatus parse_ipv6_at(const uint8_t* p, size_t l3, size_t frame_len, 
 
 }  // namespace
 
-ParseStatus parse_frame(std::span<const uint8_t> frame, PacketInfo& info) {
-  info = PacketInfo{};
-  const uint8_t* p = frame.data();
-  const size_t len = frame.size();
+namespace {
+
+// parse_frame() without clearing `info` first: on ok every field of PacketInfo is written
+// (the per-packet clear of the whole record was a `rep stos` in the data plane's profile).
+// On any other status the fields are partly written, partly stale.
+inline ParseStatus parse_frame_fields(const uint8_t* p, size_t len, PacketInfo& info) {
+  info.vlan_count = 0;
+  std::memset(info.vlan_tci, 0, sizeof info.vlan_tci);
+  std::memset(info.vlan_tpid, 0, sizeof info.vlan_tpid);
   if (SRV6GW_UNLIKELY(len < kEthHeaderLen)) return ParseStatus::truncated_eth;
   size_t off = 12;  // ethertype / first TPID
   uint16_t ethertype = load_be16(p + off);
@@ -224,6 +243,23 @@ ParseStatus parse_frame(std::span<const uint8_t> frame, PacketInfo& info) {
   if (SRV6GW_LIKELY(ethertype == kEthTypeIpv4)) return parse_ipv4_at(p, l3, len, info);
   if (ethertype == kEthTypeIpv6) return parse_ipv6_at(p, l3, len, info);
   return ParseStatus::not_ip;
+}
+
+// Every status but ok: parse again into a cleared record, so that the fields up to the
+// failing layer are set and all others are zero, as documented. Deterministic, so the
+// status is the same; the cost is only paid by non-RoCE and broken frames.
+[[gnu::noinline, gnu::cold]] ParseStatus parse_frame_cleared(const uint8_t* p, size_t len,
+                                                             PacketInfo& info) {
+  info = PacketInfo{};
+  return parse_frame_fields(p, len, info);
+}
+
+}  // namespace
+
+ParseStatus parse_frame(std::span<const uint8_t> frame, PacketInfo& info) {
+  const ParseStatus st = parse_frame_fields(frame.data(), frame.size(), info);
+  if (SRV6GW_LIKELY(st == ParseStatus::ok)) return st;
+  return parse_frame_cleared(frame.data(), frame.size(), info);
 }
 
 ParseStatus parse_ip(std::span<const uint8_t> packet, Family family, PacketInfo& info) {

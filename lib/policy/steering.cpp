@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <new>
 #include <tuple>
 
 namespace srv6gw::policy {
@@ -125,6 +126,69 @@ uint32_t PrefixTable::lookup(const uint8_t* addr16, uint8_t dscp) const {
     if (it != last && it->hi == khi && it->lo == klo && it->dscp == dscp) return it->slot;
   }
   return kNoSlot;
+}
+
+void steer_bulk(const SteeringView& v, const net::PacketInfo* const* infos, unsigned n,
+                uint32_t* slots) {
+  // Positions (into infos/slots) still unresolved after the levels looked up so far.
+  uint8_t pending[kSteerBulkMax];
+  unsigned n_pending = n;
+  for (unsigned i = 0; i < n; ++i) pending[i] = uint8_t(i);
+  if (v.has_exact || v.has_dst_any) {
+    // Raw storage: set_exact_key() writes every byte, so the default member initialisers
+    // (2 KB of zeroing per call) would be wasted.
+    alignas(ExactKey) unsigned char key_storage[kSteerBulkMax * sizeof(ExactKey)];
+    ExactKey* keys = std::launder(reinterpret_cast<ExactKey*>(key_storage));
+    const void* key_ptrs[kSteerBulkMax];
+    void* data[kSteerBulkMax];
+    for (unsigned i = 0; i < n; ++i) {
+      const net::PacketInfo& info = *infos[i];
+      set_exact_key(keys[i], info.dst, info.bth.dest_qp, kAnyDscp);
+      key_ptrs[i] = &keys[i];
+    }
+    // One bulk lookup over the pending keys (QP and DSCP fields already set for this level
+    // and variant); hits are resolved, misses stay pending in their order.
+    auto lookup_pending = [&] {
+      uint64_t hits = 0;
+      for (unsigned j = 0; j < n_pending; ++j) key_ptrs[j] = &keys[pending[j]];
+      rte_hash_lookup_bulk_data(v.exact, key_ptrs, n_pending, &hits, data);
+      unsigned kept = 0;
+      for (unsigned j = 0; j < n_pending; ++j) {
+        if (hits >> j & 1)
+          slots[pending[j]] = uint32_t(reinterpret_cast<uintptr_t>(data[j]));
+        else
+          pending[kept++] = pending[j];
+      }
+      n_pending = kept;
+    };
+    // Rewrites the key head of every pending packet (one 8-byte store, so the hash's 8-byte
+    // loads are forwarded from the store buffer).
+    auto retarget = [&](bool any_qp, bool with_dscp) {
+      for (unsigned j = 0; j < n_pending; ++j) {
+        const net::PacketInfo& info = *infos[pending[j]];
+        set_exact_key_head(keys[pending[j]], info.dst.family, any_qp ? kAnyQp : info.bth.dest_qp,
+                           with_dscp ? info.dscp : kAnyDscp);
+      }
+    };
+    if (v.has_exact) {
+      if (v.exact_dscp) {
+        retarget(false, true);
+        lookup_pending();
+        if (n_pending != 0) retarget(false, false);
+      }
+      if (n_pending != 0) lookup_pending();
+    }
+    if (v.has_dst_any && n_pending != 0) {
+      retarget(true, v.dst_any_dscp);
+      lookup_pending();
+      if (v.dst_any_dscp && n_pending != 0) {
+        retarget(true, false);
+        lookup_pending();
+      }
+    }
+  }
+  for (unsigned j = 0; j < n_pending; ++j)
+    slots[pending[j]] = steer_after_hash(v, *infos[pending[j]]);
 }
 
 }  // namespace srv6gw::policy

@@ -28,22 +28,41 @@ inline constexpr uint8_t kAnyDscp = 0xFF;
 inline constexpr uint32_t kAnyQp = 0xFFFFFFFFu;  // DestQP is 24 bits: never a real QP
 
 // rte_hash key of levels 1 and 2. Every byte is defined (zero padding) so memcmp and the
-// CRC hash see equal keys as equal.
+// CRC hash see equal keys as equal. 32 bytes rather than the 24 it needs: rte_hash compares
+// 32-byte keys with its vector compare (KEY_32_BYTES) instead of calling libc memcmp, and
+// its CRC hash reads whole 8-byte words either way.
 struct ExactKey {
   uint8_t family = 0;
   uint8_t dscp = kAnyDscp;
   uint8_t zero[2] = {0, 0};
   uint32_t qp = 0;
   uint8_t addr[16] = {};
+  uint8_t pad[8] = {};
 };
-static_assert(sizeof(ExactKey) == 24);
+static_assert(sizeof(ExactKey) == 32);
+
+// Writes family, DSCP and QP (the first 8 bytes) with one 8-byte store: the hash then reads
+// them back through store forwarding instead of stalling on four narrow stores.
+inline void set_exact_key_head(ExactKey& k, net::Family family, uint32_t qp, uint8_t dscp) {
+  ExactKey head;
+  head.family = uint8_t(family);
+  head.dscp = dscp;
+  head.qp = qp;
+  uint64_t word;
+  std::memcpy(&word, &head, sizeof word);
+  std::memcpy(static_cast<void*>(&k), &word, sizeof word);
+}
+
+// Fills every byte of `k` (the padding included).
+inline void set_exact_key(ExactKey& k, const net::IpAddr& dst, uint32_t qp, uint8_t dscp) {
+  set_exact_key_head(k, dst.family, qp, dscp);
+  std::memcpy(k.addr, dst.bytes.data(), 16);
+  std::memset(k.pad, 0, sizeof k.pad);
+}
 
 inline ExactKey make_exact_key(const net::IpAddr& dst, uint32_t qp, uint8_t dscp) {
   ExactKey k;
-  k.family = uint8_t(dst.family);
-  k.dscp = dscp;
-  k.qp = qp;
-  std::memcpy(k.addr, dst.bytes.data(), 16);
+  set_exact_key(k, dst, qp, dscp);
   return k;
 }
 
@@ -173,6 +192,30 @@ inline uint32_t hash_lookup_slot(const rte_hash* h, const ExactKey& k) {
   return uint32_t(reinterpret_cast<uintptr_t>(data));
 }
 
+// Levels 3 to 5 (QP ranges, prefixes, miss) for a packet the hash levels did not resolve.
+inline uint32_t steer_after_hash(const SteeringView& v, const net::PacketInfo& info) {
+  const uint8_t dscp = info.dscp;
+  if (v.qp_ranges) {
+    if (uint32_t s = v.qp_ranges->lookup(info.dst, dscp, info.bth.dest_qp); s != kNoSlot) return s;
+  }
+  if (info.family == net::Family::ipv4) {
+    if (v.dscp_prefix4) {
+      if (uint32_t s = v.dscp_prefix4->lookup(info.dst.bytes.data(), dscp); s != kNoSlot) return s;
+    }
+    if (v.has_prefix4) {
+      uint32_t next_hop;
+      if (rte_lpm_lookup(v.lpm4, info.dst.as_v4().host_order(), &next_hop) == 0) return next_hop;
+    }
+    return v.default4;
+  } else {
+    if (v.dscp_prefix6) {
+      if (uint32_t s = v.dscp_prefix6->lookup(info.dst.bytes.data(), dscp); s != kNoSlot) return s;
+    }
+    if (v.prefix6) return v.prefix6->lookup(info.dst.bytes.data(), kAnyDscp);
+  }
+  return kNoSlot;
+}
+
 // Steering of one classified RoCEv2 packet: a policy slot or kNoSlot.
 inline uint32_t steer(const SteeringView& v, const net::PacketInfo& info) {
   const uint8_t dscp = info.dscp;
@@ -196,25 +239,17 @@ inline uint32_t steer(const SteeringView& v, const net::PacketInfo& info) {
       if (uint32_t s = hash_lookup_slot(v.exact, k); s != kNoSlot) return s;
     }
   }
-  if (v.qp_ranges) {
-    if (uint32_t s = v.qp_ranges->lookup(info.dst, dscp, info.bth.dest_qp); s != kNoSlot) return s;
-  }
-  if (info.family == net::Family::ipv4) {
-    if (v.dscp_prefix4) {
-      if (uint32_t s = v.dscp_prefix4->lookup(info.dst.bytes.data(), dscp); s != kNoSlot) return s;
-    }
-    if (v.has_prefix4) {
-      uint32_t next_hop;
-      if (rte_lpm_lookup(v.lpm4, info.dst.as_v4().host_order(), &next_hop) == 0) return next_hop;
-    }
-    return v.default4;
-  } else {
-    if (v.dscp_prefix6) {
-      if (uint32_t s = v.dscp_prefix6->lookup(info.dst.bytes.data(), dscp); s != kNoSlot) return s;
-    }
-    if (v.prefix6) return v.prefix6->lookup(info.dst.bytes.data(), kAnyDscp);
-  }
-  return kNoSlot;
+  return steer_after_hash(v, info);
 }
+
+// Most packets a steer_bulk() call takes (rte_hash bulk lookups take up to 64 keys).
+inline constexpr unsigned kSteerBulkMax = RTE_HASH_LOOKUP_BULK_MAX;
+
+// steer() of n <= kSteerBulkMax packets at once: slots[i] = steer(v, *infos[i]). Each hash
+// level (and DSCP variant) is one rte_hash bulk lookup over the packets still unresolved,
+// so the bucket and key loads of the whole burst overlap instead of forming a chain of
+// dependent cache misses per packet. Same precedence as steer().
+void steer_bulk(const SteeringView& v, const net::PacketInfo* const* infos, unsigned n,
+                uint32_t* slots);
 
 }  // namespace srv6gw::policy

@@ -293,6 +293,50 @@ TEST(Loader, SemanticErrorsComeFromValidate) {
   EXPECT_NE(e.message.find("already used"), std::string::npos) << e.message;
 }
 
+TEST(Loader, EngineParametersMapAndRoundTrip) {
+  const std::string json = minimal_with(R"("source-address")", R"("engine": {
+      "enabled": false, "interval-us": 200, "alpha": "0.5", "decrease": "0.75",
+      "min-factor": "0.1", "decrease-gap-us": 300, "exclude-threshold": "8",
+      "readmit-threshold": "1.5", "readmit-factor": "0.5", "hold-down-us": 2000,
+      "max-hold-down-us": 64000, "recovery-step": "0.25", "recovery-period-us": 700,
+      "reflect": false},
+    "source-address")");
+  auto r = load_config_json(json);
+  const GatewayConfig& c = ok(r);
+  engine::Params want;
+  want.enabled = false;
+  want.interval_us = 200;
+  want.alpha = 0.5;
+  want.decrease = 0.75;
+  want.min_factor = 0.1;
+  want.decrease_gap_us = 300;
+  want.exclude_threshold = 8;
+  want.readmit_threshold = 1.5;
+  want.readmit_factor = 0.5;
+  want.hold_down_us = 2000;
+  want.max_hold_down_us = 64000;
+  want.recovery_step = 0.25;
+  want.recovery_period_us = 700;
+  want.reflect = false;
+  EXPECT_EQ(c.engine, want);
+  auto again = load_config_json(to_json(c));
+  EXPECT_EQ(ok(again), c);
+}
+
+TEST(Loader, EngineCrossFieldRulesComeFromValidate) {
+  // Valid YANG, but no hysteresis: readmission at or above the exclusion threshold.
+  const std::string json = minimal_with(
+      R"("source-address")",
+      R"("engine": {"exclude-threshold": "2", "readmit-threshold": "2"}, "source-address")");
+  ConfigError e = refused(load_config_json(json));
+  EXPECT_EQ(e.path, "/srv6gw:gateway/engine/readmit-threshold");
+  EXPECT_NE(e.message.find("below exclude-threshold"), std::string::npos) << e.message;
+  // Out of the module's range: libyang names the leaf.
+  e = refused(load_config_json(
+      minimal_with(R"("source-address")", R"("engine": {"alpha": "1.5"}, "source-address")")));
+  EXPECT_NE(e.path.find("/engine/alpha"), std::string::npos) << e.path << ": " << e.message;
+}
+
 TEST(Loader, PrefixesAreCanonicalisedAsRfc6991Says) {
   // ietf-inet-types: the canonical prefix has the host bits cleared; libyang stores that.
   const std::string json = minimal_with(
@@ -375,7 +419,7 @@ GatewayConfig everything() {
   p.selection = SelectionMode::selective;
   p.flowlet_gap_us = 7;
   p.spray_opcodes = {8, 7, 0x0a};  // order as given
-  p.segment_lists.push_back({"z-first", 65535, 0, true, {v6("2001:db8:1::1")}});
+  p.segment_lists.push_back({"z-first", 32767, 0, true, {v6("2001:db8:1::1")}});
   p.segment_lists.push_back({"a-second",
                              0,
                              1000000,

@@ -225,6 +225,8 @@ const Case kCases[] = {
      kP1 + "/segment-list[name='b']/path-id",
      "path-id 1 is already used by policy 'p1' "
      "segment-list 'a'"},
+    {"path_id_reflected_bit", [](auto& c) { c.policies[0].segment_lists[1].path_id = 0x8000; },
+     kP1 + "/segment-list[name='b']/path-id", "path-id must be 0..32767, not 32768"},
     {"path_id_duplicate_across_policies",
      [](auto& c) { c.policies[1].segment_lists[0].path_id = 2; }, kU1x + "/path-id",
      "already used by policy 'p1' segment-list 'b'"},

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "net/hash.hpp"
 #include "net/parse.hpp"
@@ -504,6 +505,82 @@ TEST(Parse, RandomCorruptionKeepsInvariants) {
     ASSERT_EQ(info.bth.tver, 0);
   }
   EXPECT_GT(ok, 1000u);  // many corruptions hit fields that do not matter
+}
+
+// parse_frame() does not clear the record on the RoCEv2 path (the data plane keeps it in
+// uninitialised per-burst storage): whatever the record held before, the result must equal a
+// parse into a fresh record, field by field, for every status.
+void expect_same_info(const PacketInfo& a, const PacketInfo& b, const std::string& what) {
+  EXPECT_EQ(a.family, b.family) << what;
+  EXPECT_EQ(a.vlan_count, b.vlan_count) << what;
+  for (unsigned i = 0; i < kMaxVlanTags; ++i) {
+    EXPECT_EQ(a.vlan_tci[i], b.vlan_tci[i]) << what;
+    EXPECT_EQ(a.vlan_tpid[i], b.vlan_tpid[i]) << what;
+  }
+  EXPECT_EQ(a.l3_offset, b.l3_offset) << what;
+  EXPECT_EQ(a.l3_len, b.l3_len) << what;
+  EXPECT_EQ(a.l4_offset, b.l4_offset) << what;
+  EXPECT_EQ(a.bth_offset, b.bth_offset) << what;
+  EXPECT_EQ(a.l4_proto, b.l4_proto) << what;
+  EXPECT_EQ(a.src.family, b.src.family) << what;
+  EXPECT_EQ(a.src.bytes, b.src.bytes) << what;
+  EXPECT_EQ(a.dst.family, b.dst.family) << what;
+  EXPECT_EQ(a.dst.bytes, b.dst.bytes) << what;
+  EXPECT_EQ(a.dscp, b.dscp) << what;
+  EXPECT_EQ(a.ecn, b.ecn) << what;
+  EXPECT_EQ(a.ttl, b.ttl) << what;
+  EXPECT_EQ(a.ipv6_flow_label, b.ipv6_flow_label) << what;
+  EXPECT_EQ(a.has_ip_options, b.has_ip_options) << what;
+  EXPECT_EQ(a.fragment, b.fragment) << what;
+  EXPECT_EQ(a.udp_sport, b.udp_sport) << what;
+  EXPECT_EQ(a.udp_dport, b.udp_dport) << what;
+  EXPECT_EQ(a.bth.opcode, b.bth.opcode) << what;
+  EXPECT_EQ(a.bth.solicited_event, b.bth.solicited_event) << what;
+  EXPECT_EQ(a.bth.mig_req, b.bth.mig_req) << what;
+  EXPECT_EQ(a.bth.pad_count, b.bth.pad_count) << what;
+  EXPECT_EQ(a.bth.tver, b.bth.tver) << what;
+  EXPECT_EQ(a.bth.pkey, b.bth.pkey) << what;
+  EXPECT_EQ(a.bth.fecn, b.bth.fecn) << what;
+  EXPECT_EQ(a.bth.becn, b.bth.becn) << what;
+  EXPECT_EQ(a.bth.dest_qp, b.bth.dest_qp) << what;
+  EXPECT_EQ(a.bth.ack_req, b.bth.ack_req) << what;
+  EXPECT_EQ(a.bth.psn, b.bth.psn) << what;
+  EXPECT_EQ(a.is_cnp, b.is_cnp) << what;
+}
+
+TEST(Parse, StaleRecordGivesTheSameResultAsAFreshOne) {
+  std::vector<Bytes> frames;
+  for (const Row& row : rows()) frames.push_back(row.frame);
+  frames.push_back(v4_roce_frame({}, {}, 40));
+  frames.push_back(v6_roce_frame());
+  const size_t n_fixed = frames.size();
+  uint64_t x = 0x2545F4914F6CDD1Dull;
+  for (int i = 0; i < 3000; ++i) {  // corrupted variants: every status, many field values
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    Bytes f = frames[x % n_fixed];
+    if (f.empty()) continue;
+    f[(x >> 20) % f.size()] ^= uint8_t(1u << ((x >> 40) % 8));
+    frames.push_back(f);
+  }
+  const uint8_t fills[] = {0x00, 0xFF, 0xA5};
+  for (size_t i = 0; i < frames.size(); ++i) {
+    PacketInfo fresh;
+    const ParseStatus want = parse_frame(frames[i], fresh);
+    for (uint8_t fill : fills) {
+      PacketInfo stale;
+      std::memset(static_cast<void*>(&stale), fill, sizeof stale);
+      stale.family = Family::ipv6;  // keep the enum and bools valid values
+      stale.src.family = stale.dst.family = Family::ipv4;
+      stale.has_ip_options = stale.fragment = stale.is_cnp = true;
+      stale.bth.solicited_event = stale.bth.mig_req = stale.bth.fecn = stale.bth.becn = true;
+      stale.bth.ack_req = true;
+      ASSERT_EQ(parse_frame(frames[i], stale), want) << "frame " << i;
+      expect_same_info(stale, fresh, "frame " + std::to_string(i) + " " + to_string(want));
+      if (HasFailure()) return;
+    }
+  }
 }
 
 // ---- flow label ----------------------------------------------------------------------------

@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <vector>
 
 #include "config_builder.hpp"
 #include "policy/runtime.hpp"
@@ -162,6 +164,81 @@ TEST_F(SteeringTest, DscpRulesBeatPlainRulesAtEachLevel) {
   const View* v = rt_->view();
   EXPECT_TRUE(v->steering.exact_dscp);
   EXPECT_TRUE(v->steering.dst_any_dscp);
+}
+
+// steer_bulk() (the data plane's per-burst steering) against steer() and the expected
+// policy, on one batch mixing every level, DSCP variants, both families and misses, so that
+// hits of one level and misses going on to the next are interleaved within the batch.
+TEST_F(SteeringTest, BulkSteeringMatchesPerPacketSteering) {
+  auto cfg = four_policies();
+  cfg.steering = {
+      testing::exact_rule("10.1.2.3", 5, "exact"),
+      testing::exact_rule("10.1.2.3", 5, "dscp", 26),
+      testing::exact_rule("fd00:9::1", 77, "exact"),
+      testing::dst_rule("10.1.2.4", "dstany"),
+      testing::dst_rule("10.1.2.4", "dscp", 26),
+      testing::range_rule(100, 200, "range"),
+      testing::range_rule(100, 200, "dscp", nullptr, 26),
+      testing::prefix_rule("10.9.9.0", 24, "prefix"),
+      testing::prefix_rule("10.9.0.0", 16, "dscp", 26),
+      testing::prefix_rule("fd00:9::", 64, "prefix"),
+  };
+  create(cfg);
+  const struct {
+    const char* dst;
+    uint32_t qp;
+    uint8_t dscp;
+    const char* want;
+  } cases[] = {
+      {"10.1.2.3", 5, 26, "dscp"},    {"10.9.1.1", 1000, 0, ""},
+      {"10.1.2.3", 5, 0, "exact"},    {"10.1.2.4", 9, 26, "dscp"},
+      {"fd00:9::1", 77, 0, "exact"},  {"10.1.2.4", 9, 10, "dstany"},
+      {"10.7.7.7", 155, 26, "dscp"},  {"10.1.2.3", 6, 0, ""},
+      {"10.7.7.7", 155, 0, "range"},  {"fd00:9::1", 78, 0, "prefix"},
+      {"10.9.9.9", 1000, 26, "dscp"}, {"10.9.9.9", 1000, 0, "prefix"},
+      {"10.1.2.3", 150, 0, "range"},  {"10.1.2.4", 150, 0, "dstany"},
+      {"fd00:8::1", 1, 0, ""},        {"10.1.2.3", 5, 46, "exact"},
+  };
+  constexpr size_t kCases = sizeof cases / sizeof cases[0];
+  // Repeat the cases up to the largest batch steer_bulk takes.
+  std::vector<net::PacketInfo> infos;
+  for (unsigned i = 0; i < kSteerBulkMax; ++i) {
+    const auto& c = cases[i % kCases];
+    infos.push_back(packet(c.dst, c.qp, c.dscp));
+  }
+  const SteeringView& v = rt_->view()->steering;
+  for (unsigned n : {1u, 3u, unsigned(kCases), kSteerBulkMax}) {
+    std::vector<const net::PacketInfo*> ptrs;
+    for (unsigned i = 0; i < n; ++i) ptrs.push_back(&infos[i]);
+    std::vector<uint32_t> slots(n, 12345);
+    steer_bulk(v, ptrs.data(), n, slots.data());
+    for (unsigned i = 0; i < n; ++i) {
+      const auto& c = cases[i % kCases];
+      EXPECT_EQ(slots[i], steer(v, infos[i])) << "batch " << n << " packet " << i;
+      const CompiledPolicy* p = slots[i] == kNoSlot ? nullptr : rt_->policy(slots[i]);
+      EXPECT_EQ(p ? p->name : "", c.want) << c.dst << " qp " << c.qp << " dscp " << int(c.dscp);
+    }
+  }
+}
+
+TEST(ExactKeyTest, EveryByteIsDefinedAndKeysOfEqualFieldsAreEqual) {
+  // rte_hash hashes and compares all 32 bytes: the padding must be zero however the key
+  // storage was filled before.
+  alignas(ExactKey) unsigned char raw[sizeof(ExactKey)];
+  std::memset(raw, 0xA5, sizeof raw);
+  ExactKey* k = reinterpret_cast<ExactKey*>(raw);
+  set_exact_key(*k, testing::ip("10.1.2.3"), 5, 26);
+  const ExactKey made = make_exact_key(testing::ip("10.1.2.3"), 5, 26);
+  EXPECT_EQ(std::memcmp(raw, &made, sizeof made), 0);
+  EXPECT_EQ(made.family, uint8_t(net::Family::ipv4));
+  EXPECT_EQ(made.dscp, 26);
+  EXPECT_EQ(made.qp, 5u);
+  EXPECT_EQ(made.zero[0] | made.zero[1], 0);
+  for (uint8_t b : made.pad) EXPECT_EQ(b, 0);
+  set_exact_key_head(*k, net::Family::ipv4, kAnyQp, kAnyDscp);
+  EXPECT_EQ(k->qp, kAnyQp);
+  EXPECT_EQ(k->dscp, kAnyDscp);
+  EXPECT_EQ(std::memcmp(k->addr, made.addr, sizeof made.addr), 0);
 }
 
 TEST_F(SteeringTest, NoDscpRulesMeansNoDscpLookups) {

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "engine_runner.hpp"
+
+#include <rte_cycles.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "policy/runtime.hpp"
+
+namespace srv6gw::app {
+
+namespace {
+
+constexpr unsigned kDrainBatch = 256;
+
+uint64_t steady_ns() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count());
+}
+
+}  // namespace
+
+EngineRunner::EngineRunner(dataplane::Gateway& gw, const engine::Params& params)
+    : gw_(gw),
+      engine_(params),
+      attributor_([&gw](const net::IpAddr& local, const net::IpAddr& remote,
+                        std::vector<uint16_t>& ids) { gw.recent_paths(local, remote, ids); }),
+      events_(kDrainBatch) {
+  sync_policies();
+}
+
+void EngineRunner::sync_policies() {
+  synced_generation_ = gw_.runtime().view()->generation;
+  engine_.set_params(gw_.running_config().engine);
+  std::vector<engine::PolicySpec> specs;
+  for (const config::Policy& p : gw_.running_config().policies) {
+    engine::PolicySpec s{p.name, {}};
+    for (const config::SegmentList& sl : p.segment_lists)
+      s.paths.push_back({sl.name, sl.path_id, sl.weight, sl.backup});
+    specs.push_back(std::move(s));
+  }
+  engine_.set_policies(specs);
+  // The data plane carries factors over by segment-list name, the engine by path id: where
+  // they disagree (a list renamed, a path id moved), the engine's state is published.
+  for (const policy::Runtime::PolicyInfo& pi : gw_.runtime().policies()) {
+    const std::vector<double> want = engine_.factors(pi.policy->name);
+    bool differs = want.size() != pi.policy->paths.size();
+    for (size_t i = 0; !differs && i < want.size(); ++i)
+      differs = policy::factor_to_q16(want[i]) != pi.policy->paths[i].factor_q16;
+    if (!differs) continue;
+    if (auto e = gw_.set_path_factors(pi.policy->name, want)) {
+      ++stats_.publish_errors;
+      spdlog::error("engine: cannot publish {}: {}", pi.policy->name, e->message);
+    }
+  }
+}
+
+void EngineRunner::publish(const std::vector<engine::Decision>& decisions, size_t from) {
+  std::set<std::string> touched;
+  for (size_t i = from; i < decisions.size(); ++i) {
+    const engine::Decision& d = decisions[i];
+    touched.insert(d.policy);
+    spdlog::info(
+        "engine: policy {} segment-list {} (path {}): factor {:.4f} -> {:.4f} ({}, score {:.3f})",
+        d.policy, d.segment_list, d.path_id, d.old_factor, d.new_factor,
+        engine::to_string(d.reason), d.score);
+  }
+  for (const std::string& policy : touched) {
+    if (auto e = gw_.set_path_factors(policy, engine_.factors(policy))) {
+      ++stats_.publish_errors;
+      spdlog::error("engine: cannot publish {}: {}", policy, e->message);
+    } else {
+      ++stats_.publishes;
+    }
+  }
+}
+
+void EngineRunner::poll(uint64_t now_ns) {
+  const uint64_t t0 = steady_ns();
+  const uint64_t tsc0 = rte_rdtsc();
+  ++stats_.polls;
+  if (gw_.runtime().view()->generation != synced_generation_) sync_policies();
+  uint64_t first_cnp_tsc = 0;
+  for (;;) {
+    const unsigned n = gw_.drain_feedback(events_.data(), kDrainBatch);
+    stats_.events += n;
+    for (unsigned i = 0; i < n; ++i) {
+      const dataplane::FeedbackEvent& e = events_[i];
+      if (attributor_.feed(e, engine_) && (first_cnp_tsc == 0 || e.tsc < first_cnp_tsc))
+        first_cnp_tsc = e.tsc;
+    }
+    if (n < kDrainBatch) break;
+  }
+  if (!engine_.params().enabled) {  // drained and counted, nothing decided
+    stats_.busy_ns += steady_ns() - t0;
+    return;
+  }
+  const size_t before = decisions_.size();
+  engine_.tick(now_ns, decisions_);
+  if (decisions_.size() > before) {
+    publish(decisions_, before);
+    const uint64_t tsc1 = rte_rdtsc();
+    const double ns_per_tsc = 1e9 / double(rte_get_tsc_hz());
+    stats_.last_engine_ns = uint64_t(double(tsc1 - tsc0) * ns_per_tsc);
+    stats_.max_engine_ns = std::max(stats_.max_engine_ns, stats_.last_engine_ns);
+    if (first_cnp_tsc != 0 && tsc1 > first_cnp_tsc) {
+      ++stats_.reactions;
+      stats_.last_reaction_ns = uint64_t(double(tsc1 - first_cnp_tsc) * ns_per_tsc);
+      stats_.max_reaction_ns = std::max(stats_.max_reaction_ns, stats_.last_reaction_ns);
+      spdlog::info(
+          "engine: reaction {:.1f} us from the first CNP to the new weights in force "
+          "({:.1f} us of engine time)",
+          double(stats_.last_reaction_ns) / 1e3, double(stats_.last_engine_ns) / 1e3);
+    }
+  }
+  decisions_.clear();
+  stats_.busy_ns += steady_ns() - t0;
+}
+
+bool EngineRunner::set_admin(uint16_t path_id, bool up, uint64_t now_ns) {
+  const size_t before = decisions_.size();
+  if (!engine_.set_admin(path_id, up, now_ns, decisions_)) return false;
+  publish(decisions_, before);
+  decisions_.resize(before);
+  return true;
+}
+
+std::string EngineRunner::report() const {
+  const engine::EngineCounters& c = engine_.counters();
+  const engine::AttributionCounters& a = attributor_.counters();
+  std::string s = fmt::format(
+      "engine: {} events drained, CE seen {}, CNPs sent {} ({} reflected), CNPs received: "
+      "{} reflected, {} fallback, {} unattributed, {} unknown path\n",
+      stats_.events, a.ce_seen, a.cnp_sent, a.cnp_sent_reflected, a.cnp_reflected, a.cnp_fallback,
+      a.cnp_unattributed, a.unknown_path);
+  s += "engine: decisions";
+  for (size_t r = 0; r < size_t(engine::Reason::count_); ++r)
+    s += fmt::format(" {}={}", engine::to_string(engine::Reason(r)), c.decisions[r]);
+  s += fmt::format(", {} publications ({} failed)\n", stats_.publishes, stats_.publish_errors);
+  if (stats_.reactions)
+    s += fmt::format(
+        "engine: reaction (CNP seen -> weights in force) last {:.1f} us, max {:.1f} us; "
+        "engine time last {:.1f} us, max {:.1f} us\n",
+        double(stats_.last_reaction_ns) / 1e3, double(stats_.max_reaction_ns) / 1e3,
+        double(stats_.last_engine_ns) / 1e3, double(stats_.max_engine_ns) / 1e3);
+  for (const engine::PathView& v : engine_.paths())
+    if (v.factor != 1.0 || v.evidence_total != 0 || v.admin_down)
+      s += fmt::format("engine:   {}/{} (path {}): factor {:.4f} score {:.3f}{}{}\n", v.policy,
+                       v.segment_list, v.path_id, v.factor, v.score, v.excluded ? " excluded" : "",
+                       v.admin_down ? " admin-down" : "");
+  return s;
+}
+
+std::string EngineRunner::json() const {
+  const engine::EngineCounters& c = engine_.counters();
+  const engine::AttributionCounters& a = attributor_.counters();
+  std::string s = fmt::format(
+      "{{\"polls\":{},\"events\":{},\"ce_seen\":{},\"cnp_sent\":{},\"cnp_sent_reflected\":{},"
+      "\"cnp_reflected\":{},\"cnp_fallback\":{},\"cnp_unattributed\":{},\"unknown_path\":{},"
+      "\"publications\":{},\"publish_errors\":{},\"reactions\":{},\"last_reaction_ns\":{},"
+      "\"max_reaction_ns\":{},\"last_engine_ns\":{},\"max_engine_ns\":{},\"busy_ns\":{},"
+      "\"decisions\":{{",
+      stats_.polls, stats_.events, a.ce_seen, a.cnp_sent, a.cnp_sent_reflected, a.cnp_reflected,
+      a.cnp_fallback, a.cnp_unattributed, a.unknown_path, stats_.publishes, stats_.publish_errors,
+      stats_.reactions, stats_.last_reaction_ns, stats_.max_reaction_ns, stats_.last_engine_ns,
+      stats_.max_engine_ns, stats_.busy_ns);
+  for (size_t r = 0; r < size_t(engine::Reason::count_); ++r)
+    s += fmt::format("{}\"{}\":{}", r ? "," : "", engine::to_string(engine::Reason(r)),
+                     c.decisions[r]);
+  s += "},\"paths\":[";
+  bool first = true;
+  for (const engine::PathView& v : engine_.paths()) {
+    s += fmt::format(
+        "{}{{\"policy\":\"{}\",\"segment_list\":\"{}\",\"path_id\":{},\"factor\":{:.6f},"
+        "\"score\":{:.6f},\"excluded\":{},\"admin_down\":{},\"evidence\":{}}}",
+        first ? "" : ",", v.policy, v.segment_list, v.path_id, v.factor, v.score, v.excluded,
+        v.admin_down, v.evidence_total);
+    first = false;
+  }
+  s += "]}";
+  return s;
+}
+
+}  // namespace srv6gw::app

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Turns the data plane's feedback events into congestion evidence for our own paths.
+//   cnp_decap with a reflected Tag  -> exactly that path (1 unit).
+//   cnp_decap without one (a peer that does not reflect, or no SRH)
+//                                   -> the paths that carried our traffic toward the CNP's
+//                                      sender recently, 1 unit shared equally (flow mode:
+//                                      usually the one list of that pair; sprayed: all of
+//                                      them). Equal shares, not shares by use: see
+//                                      docs/engine.md.
+//   ce_decap, cnp_encap             -> counted only: they concern the remote's paths (the
+//                                      reflection itself happens in the data plane).
+// Pure: the recent-path lookup is a callback (the daemon reads the workers' tables through
+// the Gateway; tests pass a fake).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "dataplane/feedback.hpp"
+#include "engine/engine.hpp"
+#include "net/addr.hpp"
+
+namespace srv6gw::engine {
+
+struct AttributionCounters {
+  uint64_t ce_seen = 0;             // ce_decap events
+  uint64_t cnp_sent = 0;            // cnp_encap events (our host reacting to CE)
+  uint64_t cnp_sent_reflected = 0;  // ... that carried a reflected path id
+  uint64_t cnp_reflected = 0;       // cnp_decap blamed on the reflected path id
+  uint64_t cnp_fallback = 0;        // cnp_decap blamed on recently used paths
+  uint64_t cnp_unattributed = 0;    // cnp_decap with no reflected id and no recent path
+  uint64_t unknown_path = 0;        // reflected id that is not one of our paths
+};
+
+class Attributor {
+ public:
+  // Appends our path ids that carried traffic from `local` toward `remote` recently.
+  using RecentLookup = std::function<void(const net::IpAddr& local, const net::IpAddr& remote,
+                                          std::vector<uint16_t>& path_ids)>;
+  explicit Attributor(RecentLookup recent) : recent_(std::move(recent)) {}
+
+  // Feeds one event to `engine`. Returns true when it became evidence for a path.
+  bool feed(const dataplane::FeedbackEvent& e, Engine& engine);
+
+  const AttributionCounters& counters() const { return counters_; }
+
+ private:
+  RecentLookup recent_;
+  std::vector<uint16_t> scratch_;
+  AttributionCounters counters_;
+};
+
+}  // namespace srv6gw::engine

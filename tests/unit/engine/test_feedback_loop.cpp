@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The congestion loop end to end inside one process: two Gateways back to back on real mbufs
+// (no ports), a "fabric" in between that performs End on the transit SIDs and marks CE on one
+// of A's paths, B reflecting that path into the CNP its host sends back, and A's engine
+// (attribution + algorithm) republishing A's policy so that exactly that path loses share.
+// Also: the fallback blame without reflection, and the feedback ring overflowing (counted,
+// never blocking).
+#include <gtest/gtest.h>
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include "../dataplane/frames.hpp"
+#include "dataplane/mbuf_span.hpp"
+#include "dataplane/pipeline.hpp"
+#include "dataplane/worker_context.hpp"
+#include "engine/attribution.hpp"
+#include "engine/engine.hpp"
+
+namespace srv6gw {
+namespace {
+
+using dataplane::FeedbackEvent;
+using dataplane::FeedbackKind;
+using dataplane::Gateway;
+using testing::Bytes;
+using testing::RoceSpec;
+
+rte_mempool* g_pool = nullptr;
+
+constexpr const char* kHostA = "10.0.0.1";
+constexpr const char* kHostB = "10.0.1.1";
+
+config::GatewayConfig config_a(config::SelectionMode mode) {
+  config::GatewayConfig c = testing::base_config();
+  c.source = testing::v6("fc00:a::1");
+  c.fabric_nexthop_mac = testing::mac("02:00:00:00:0a:01");
+  c.host_mac = testing::mac("02:00:00:00:0a:02");
+  c.policies.push_back(
+      testing::policy("toB", mode,
+                      {testing::segment_list("a", 1, 1, {"fc00:1::1", "fc00:b::d4"}),
+                       testing::segment_list("b", 2, 1, {"fc00:2::1", "fc00:b::d4"})}));
+  c.steering.push_back(testing::prefix_rule("10.0.1.0", 24, "toB"));
+  c.local_sids = {{testing::v6("fc00:a::d4"), srv6::LocalSidBehavior::end_dx4}};
+  return c;
+}
+
+config::GatewayConfig config_b() {
+  config::GatewayConfig c = testing::base_config();
+  c.source = testing::v6("fc00:b::1");
+  c.fabric_nexthop_mac = testing::mac("02:00:00:00:0b:01");
+  c.host_mac = testing::mac("02:00:00:00:0b:02");
+  c.policies.push_back(testing::policy("toA", config::SelectionMode::flow,
+                                       {testing::segment_list("r", 100, 1, {"fc00:a::d4"})}));
+  c.steering.push_back(testing::prefix_rule("10.0.0.0", 24, "toA"));
+  c.local_sids = {{testing::v6("fc00:b::d4"), srv6::LocalSidBehavior::end_dx4}};
+  return c;
+}
+
+std::unique_ptr<Gateway> make(const config::GatewayConfig& cfg) {
+  dataplane::PortEnv env;
+  env.host_port_mac = testing::mac("02:00:00:00:01:01");
+  env.fabric_port_mac = testing::mac("02:00:00:00:02:02");
+  config::ConfigError err;
+  auto gw = Gateway::create(cfg, 1, env, nullptr, err);
+  EXPECT_NE(gw, nullptr) << err.path << ": " << err.message;
+  return gw;
+}
+
+rte_mbuf* mbuf(const Bytes& frame) {
+  rte_mbuf* m = rte_pktmbuf_alloc(g_pool);
+  EXPECT_NE(m, nullptr);
+  std::memcpy(rte_pktmbuf_append(m, uint16_t(frame.size())), frame.data(), frame.size());
+  return m;
+}
+
+// Runs frames through one side of a gateway; returns what it sent (mbufs freed).
+std::vector<Bytes> run(Gateway& gw, const std::vector<Bytes>& frames, bool host_side) {
+  std::vector<Bytes> sent;
+  for (size_t at = 0; at < frames.size(); at += dataplane::kBurstSize) {
+    rte_mbuf* in[dataplane::kBurstSize];
+    rte_mbuf* out[dataplane::kBurstSize];
+    const uint16_t n = uint16_t(std::min<size_t>(dataplane::kBurstSize, frames.size() - at));
+    for (uint16_t i = 0; i < n; ++i) in[i] = mbuf(frames[at + i]);
+    dataplane::WorkerContext& w = *gw.worker(0);
+    const uint16_t n_out = host_side ? dataplane::process_host_burst(w, in, n, out)
+                                     : dataplane::process_fabric_burst(w, in, n, out);
+    for (uint16_t i = 0; i < n_out; ++i) {
+      Bytes b(out[i]->pkt_len);
+      dataplane::copy_packet(out[i], b);
+      sent.push_back(std::move(b));
+      rte_pktmbuf_free(out[i]);
+    }
+  }
+  return sent;
+}
+
+uint16_t srh_tag(const Bytes& f) {
+  return uint16_t(f[14 + 40 + 6] << 8 | f[14 + 40 + 7]);
+}
+
+// The fabric between the two: End on every transit SID (segments left -> 0, destination =
+// the last SID) and CE on the outer header of packets whose SRH Tag is in `congested`.
+Bytes fabric(Bytes f, std::initializer_list<uint16_t> congested = {}) {
+  uint8_t* ip6 = f.data() + 14;
+  uint8_t* srh = ip6 + 40;
+  EXPECT_EQ(ip6[6], 43);
+  while (srh[3] > 0) {
+    --srh[3];
+    std::memcpy(ip6 + 24, srh + 8 + 16 * srh[3], 16);
+  }
+  for (uint16_t t : congested)
+    if (srh_tag(f) == t) ip6[1] |= 0x30;  // ECN = CE
+  return f;
+}
+
+std::vector<Bytes> data_frames(size_t n, uint8_t ecn = 2) {
+  std::vector<Bytes> v;
+  for (size_t i = 0; i < n; ++i) {
+    RoceSpec s;
+    s.src = kHostA;
+    s.dst = kHostB;
+    s.ecn = ecn;  // ECT(0): RFC 6040 carries the CE to the inner header
+    s.dest_qp = 0x4242;
+    s.psn = uint32_t(i);
+    v.push_back(testing::roce_frame(s));
+  }
+  return v;
+}
+
+Bytes cnp_from_b() {
+  RoceSpec s;
+  s.src = kHostB;
+  s.dst = kHostA;
+  s.opcode = 0x81;
+  s.dest_qp = 0x17;  // A's QP
+  s.payload = 16;
+  return testing::roce_frame(s);
+}
+
+std::map<std::string, uint64_t> packets_by_path(const Gateway& gw) {
+  std::map<std::string, uint64_t> m;
+  for (const auto& p : gw.path_stats()) m[p.segment_list] = p.packets;
+  return m;
+}
+
+std::vector<engine::PolicySpec> specs(const config::GatewayConfig& cfg) {
+  std::vector<engine::PolicySpec> v;
+  for (const config::Policy& p : cfg.policies) {
+    engine::PolicySpec s{p.name, {}};
+    for (const config::SegmentList& sl : p.segment_lists)
+      s.paths.push_back({sl.name, sl.path_id, sl.weight, sl.backup});
+    v.push_back(s);
+  }
+  return v;
+}
+
+// A's engine as the daemon runs it: drain, attribute, tick, publish.
+struct EngineLoop {
+  Gateway& gw;
+  engine::Engine eng;
+  engine::Attributor attr;
+  uint64_t now_ns = 1000000;
+  std::vector<engine::Decision> decisions;
+  explicit EngineLoop(Gateway& g, const config::GatewayConfig& cfg)
+      : gw(g),
+        attr([&g](const net::IpAddr& local, const net::IpAddr& remote, std::vector<uint16_t>& ids) {
+          g.recent_paths(local, remote, ids);
+        }) {
+    eng.set_policies(specs(cfg));
+    eng.tick(now_ns, decisions);
+  }
+  size_t drain_and_decide() {
+    FeedbackEvent ev[64];
+    size_t total = 0;
+    for (unsigned n; (n = gw.drain_feedback(ev, 64)) != 0; total += n)
+      for (unsigned i = 0; i < n; ++i) attr.feed(ev[i], eng);
+    now_ns += eng.params().interval_us * 1000;
+    const size_t before = decisions.size();
+    eng.tick(now_ns, decisions);
+    std::map<std::string, bool> touched;
+    for (size_t i = before; i < decisions.size(); ++i) touched[decisions[i].policy] = true;
+    for (const auto& [policy, unused] : touched) {
+      auto err = gw.set_path_factors(policy, eng.factors(policy));
+      EXPECT_FALSE(err) << err->message;
+    }
+    gw.reclaim();
+    return total;
+  }
+};
+
+class FeedbackLoop : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    g_pool =
+        rte_pktmbuf_pool_create("fb_pool", 8191, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+    ASSERT_NE(g_pool, nullptr);
+  }
+  static void TearDownTestSuite() { rte_mempool_free(g_pool); }
+  void TearDown() override { EXPECT_EQ(rte_mempool_in_use_count(g_pool), 0u) << "mbuf leak"; }
+};
+
+TEST_F(FeedbackLoop, ReflectedCnpMovesShareOffExactlyTheCongestedPath) {
+  const config::GatewayConfig ca = config_a(config::SelectionMode::packet);
+  auto a = make(ca);
+  auto b = make(config_b());
+  ASSERT_TRUE(a && b);
+  EngineLoop loop(*a, ca);
+
+  // A sprays its host's traffic over a (Tag 1) and b (Tag 2); the fabric marks CE on b.
+  std::vector<Bytes> to_b;
+  for (Bytes& f : run(*a, data_frames(64), true)) to_b.push_back(fabric(f, {2}));
+  EXPECT_EQ(packets_by_path(*a)["a"], 32u);
+  EXPECT_EQ(packets_by_path(*a)["b"], 32u);
+  EXPECT_EQ(run(*b, to_b, false).size(), 64u);
+  const dataplane::WorkerCounters& cb = b->worker_counters(0);
+  EXPECT_EQ(cb.outer_ce_seen, 32u);
+  EXPECT_EQ(cb.inner_ce_marked, 32u);
+  EXPECT_EQ(cb.feedback_events, 32u);  // one ce_decap each
+
+  // B's host answers with a CNP: B writes A's congested path id, reflected, into the Tag.
+  const std::vector<Bytes> cnp = run(*b, {cnp_from_b()}, true);
+  ASSERT_EQ(cnp.size(), 1u);
+  EXPECT_EQ(srh_tag(cnp[0]), dataplane::kTagReflected | 2);
+  EXPECT_EQ(cb.cnp_reflected, 1u);
+  FeedbackEvent ev[64];
+  ASSERT_EQ(b->drain_feedback(ev, 64), 33u);
+  EXPECT_EQ(ev[0].kind, FeedbackKind::ce_decap);
+  EXPECT_EQ(ev[0].tag, 2);
+  EXPECT_EQ(ev[0].src(), testing::ip(kHostA));
+  EXPECT_EQ(ev[32].kind, FeedbackKind::cnp_encap);
+  EXPECT_EQ(ev[32].tag, dataplane::kTagReflected | 2);
+
+  // The CNP reaches A; A's engine blames b, and only b.
+  EXPECT_EQ(run(*a, {fabric(cnp[0])}, false).size(), 1u);
+  EXPECT_EQ(a->worker_counters(0).cnp_seen, 1u);
+  const uint64_t t0 = rte_rdtsc();
+  EXPECT_EQ(loop.drain_and_decide(), 1u);
+  const uint64_t t1 = rte_rdtsc();
+  ASSERT_EQ(loop.decisions.size(), 1u);
+  EXPECT_EQ(loop.decisions[0].segment_list, "b");
+  EXPECT_EQ(loop.decisions[0].reason, engine::Reason::congestion);
+  EXPECT_EQ(loop.attr.counters().cnp_reflected, 1u);
+  EXPECT_EQ(loop.eng.factors("toB"), (std::vector<double>{1.0, 0.5}));
+
+  // The new weights are in force for the next packets: b's share halves, a's grows.
+  const auto before = packets_by_path(*a);
+  run(*a, data_frames(300), true);
+  const auto after = packets_by_path(*a);
+  const uint64_t da = after.at("a") - before.at("a"), db = after.at("b") - before.at("b");
+  EXPECT_EQ(da, 200u);
+  EXPECT_EQ(db, 100u);
+  std::printf(
+      "reflected CNP -> new weights in force: %.1f us of engine time "
+      "(drain + attribute + decide + publish); share of b %.2f -> %.2f\n",
+      double(t1 - t0) * 1e6 / double(rte_get_tsc_hz()), 0.5, double(db) / double(da + db));
+}
+
+TEST_F(FeedbackLoop, WithoutReflectionTheFlowsListIsBlamed) {
+  const config::GatewayConfig ca = config_a(config::SelectionMode::flow);
+  auto a = make(ca);
+  ASSERT_TRUE(a);
+  EngineLoop loop(*a, ca);
+  // One flow: it sits on one list.
+  const std::vector<Bytes> sent = run(*a, data_frames(10), true);
+  ASSERT_EQ(sent.size(), 10u);
+  const uint16_t used = srh_tag(sent[0]);
+  const std::string used_name = used == 1 ? "a" : "b";
+  EXPECT_EQ(packets_by_path(*a)[used_name], 10u);
+  FeedbackEvent drained[16];
+  a->drain_feedback(drained, 16);  // nothing relevant (no CNP yet)
+
+  // A peer that does not reflect: its CNP carries its own path id (100) in the Tag.
+  const Bytes inner = testing::roce_ip_packet([] {
+    RoceSpec s;
+    s.src = kHostB;
+    s.dst = kHostA;
+    s.opcode = 0x81;
+    s.payload = 16;
+    return s;
+  }());
+  testing::L2Spec l2;
+  const Bytes frame = testing::ethernet(
+      l2, 0x86DD,
+      testing::srv6_packet("fc00:b::1", "fc00:a::d4", 0, {"fc00:a::d4"}, 100, 4, inner));
+  EXPECT_EQ(run(*a, {frame}, false).size(), 1u);
+  loop.drain_and_decide();
+  EXPECT_EQ(loop.attr.counters().cnp_fallback, 1u);
+  ASSERT_EQ(loop.decisions.size(), 1u);
+  EXPECT_EQ(loop.decisions[0].path_id, used);
+  const std::vector<double> f = loop.eng.factors("toB");
+  EXPECT_EQ(f[used - 1], 0.5);
+  EXPECT_EQ(f[2 - used], 1.0);
+}
+
+TEST_F(FeedbackLoop, SprayedWithoutReflectionBlamesEveryUsedListEqually) {
+  const config::GatewayConfig ca = config_a(config::SelectionMode::packet);
+  auto a = make(ca);
+  ASSERT_TRUE(a);
+  std::vector<uint16_t> ids;
+  run(*a, data_frames(4), true);
+  a->recent_paths(testing::ip(kHostA), testing::ip(kHostB), ids);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<uint16_t>{1, 2}));
+  ids.clear();
+  a->recent_paths(testing::ip(kHostB), testing::ip(kHostA), ids);  // the other direction
+  EXPECT_TRUE(ids.empty());
+}
+
+TEST_F(FeedbackLoop, FullRingDropsAndCountsWithoutBlocking) {
+  auto b = make(config_b());
+  ASSERT_TRUE(b);
+  // CE-marked traffic toward B, never drained: the ring fills, then events are dropped.
+  std::vector<Bytes> frames;
+  auto a = make(config_a(config::SelectionMode::packet));
+  for (Bytes& f : run(*a, data_frames(512), true)) frames.push_back(fabric(f, {1, 2}));
+  const size_t rounds = dataplane::kFeedbackRingSize / frames.size() + 2;
+  for (size_t r = 0; r < rounds; ++r) EXPECT_EQ(run(*b, frames, false).size(), frames.size());
+  const dataplane::WorkerCounters& c = b->worker_counters(0);
+  const uint64_t total = rounds * frames.size();
+  EXPECT_EQ(c.outer_ce_seen, total);
+  EXPECT_EQ(c.feedback_events + c.feedback_dropped, total);
+  EXPECT_EQ(c.feedback_events, dataplane::kFeedbackRingSize - 1);  // usable ring capacity
+  EXPECT_GT(c.feedback_dropped, 0u);
+  // Draining makes room again.
+  std::vector<FeedbackEvent> ev(1024);
+  size_t drained = 0;
+  for (unsigned n; (n = b->drain_feedback(ev.data(), 1024)) != 0;) drained += n;
+  EXPECT_EQ(drained, dataplane::kFeedbackRingSize - 1);
+  run(*b, {frames[0]}, false);
+  EXPECT_EQ(c.feedback_events, dataplane::kFeedbackRingSize);
+}
+
+}  // namespace
+}  // namespace srv6gw

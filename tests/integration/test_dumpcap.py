@@ -5,7 +5,11 @@
 # packaged testpmd captures nothing here: DPDK bug 1073, mempool ops index mismatch).
 # Captures the host port (RoCEv2 as the hosts send it) and the fabric port (our SRv6 output).
 # Needs hugepages and root: dumpcap is a secondary process sharing the gateway's memory.
+import atexit
+import os
+import shutil
 import subprocess
+import tempfile
 
 import gwlib
 
@@ -13,8 +17,15 @@ gwlib.need_tools("dpdk-dumpcap", "tshark")
 gwlib.need_hugepages(400)
 work = gwlib.workdir("dumpcap")
 prefix = gwlib.unique_prefix("dumpcap")
+# DPDK 22.11 hands a vdev's arguments to secondary processes cut to 64 bytes
+# (RTE_DEV_NAME_MAX_LEN): from a deep checkout, "infinite_rx=1" lost its value and
+# dpdk-dumpcap crashed in net_pcap's argument parser. Keep the arguments short.
+short_dir = tempfile.mkdtemp(prefix="sgd", dir="/tmp")
+short_pcap = os.path.join(short_dir, "h.pcap")
+shutil.copyfile(gwlib.DEMO_HOST_PCAP, short_pcap)
+atexit.register(shutil.rmtree, short_dir, True)
 eal = gwlib.eal_args(prefix, [
-    f"net_pcap0,rx_pcap={gwlib.DEMO_HOST_PCAP},infinite_rx=1",
+    f"net_pcap0,rx_pcap={short_pcap},infinite_rx=1",
     "net_null0,no-rx=1",
 ], hugepages=True, mem_mb=256)
 p = gwlib.start(eal, ["--config", gwlib.DEMO_JSON, "--host-port", "net_pcap0",

@@ -47,6 +47,9 @@ const char* kUsage =
     "  watch [--count N] [--kind KIND]...\n"
     "                           stream events (KIND: config-applied, path-weight,\n"
     "                           path-state); --count: exit after N events\n"
+    "  path down|up POLICY SEGMENT-LIST | path down|up POLICY --path-id N\n"
+    "                           take a path out of service in the local SR engine, or put\n"
+    "                           it back at full weight\n"
     "  health [--service NAME]  grpc.health.v1 check\n";
 
 struct Cli {
@@ -662,6 +665,35 @@ int cmd_watch(Ctx& c) {
   return st.ok() ? kExitOk : fail(st, c.where);
 }
 
+int cmd_path(Ctx& c) {
+  const SubArgs s = sub_args(c.cli.args, 1, {"--path-id"}, {});
+  const auto path_id = s.get("--path-id");
+  if (s.words.size() != (path_id ? 2u : 3u) || (s.words[0] != "down" && s.words[0] != "up"))
+    usage_error("path down|up POLICY SEGMENT-LIST, or path down|up POLICY --path-id N");
+  v1::SetPathStateRequest req;
+  req.set_up(s.words[0] == "up");
+  req.set_policy(s.words[1]);
+  if (path_id)
+    req.set_path_id(parse_number<uint32_t>(*path_id, "--path-id"));
+  else
+    req.set_segment_list(s.words[2]);
+  grpc::ClientContext ctx;
+  c.deadline(ctx);
+  v1::SetPathStateResponse resp;
+  auto st = c.stub->SetPathState(&ctx, req, &resp);
+  if (!st.ok()) return fail(st, c.where);
+  if (c.cli.json) {
+    std::cout << to_json(resp);
+    return kExitOk;
+  }
+  char factor[32];
+  std::snprintf(factor, sizeof factor, "%.3g", resp.factor());
+  std::cout << req.policy() << "/" << resp.segment_list() << " (path " << resp.path_id() << ") "
+            << s.words[0] << (resp.changed() ? "" : " (unchanged)") << ", factor " << factor
+            << "\n";
+  return kExitOk;
+}
+
 int cmd_health(Ctx& c) {
   const SubArgs s = sub_args(c.cli.args, 1, {"--service"}, {});
   if (!s.words.empty()) usage_error("unexpected argument " + s.words[0]);
@@ -697,6 +729,7 @@ int main(int argc, char** argv) {
   if (cmd == "state") return cmd_state(c);
   if (cmd == "stats") return cmd_stats(c);
   if (cmd == "watch") return cmd_watch(c);
+  if (cmd == "path") return cmd_path(c);
   if (cmd == "health") return cmd_health(c);
   usage_error("unknown command '" + cmd + "'");
 }

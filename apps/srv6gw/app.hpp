@@ -27,6 +27,9 @@ struct App {
   std::unique_ptr<dataplane::Gateway> gateway;
   // Local SR engine; created by the control loop, used on the main lcore under control_mutex.
   std::unique_ptr<EngineRunner> engine;
+  // The gRPC agent's event bus (null with --no-agent); set before the control loop starts,
+  // cleared under control_mutex before the agent stops.
+  agent::EventBus* event_bus = nullptr;
   std::vector<unsigned> worker_lcores;  // worker i runs on worker_lcores[i], serves queue i
   std::vector<WorkerArgs> worker_args;
   uint64_t start_tsc = 0;

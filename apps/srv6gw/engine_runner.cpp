@@ -22,6 +22,30 @@ uint64_t steady_ns() {
                       .count());
 }
 
+agent::PathState state_of(double factor) {
+  if (factor <= 0.0) return agent::PathState::down;
+  if (factor < 1.0) return agent::PathState::degraded;
+  return agent::PathState::up;
+}
+
+// A path leaving or re-entering service is a state change; the rest only moves its weight.
+agent::EventKind kind_of(const engine::Decision& d) {
+  switch (d.reason) {
+    case engine::Reason::excluded:
+    case engine::Reason::readmitted:
+    case engine::Reason::explicit_down:
+    case engine::Reason::explicit_up:
+      return agent::EventKind::path_state;
+    case engine::Reason::congestion:
+    case engine::Reason::last_path_kept:
+    case engine::Reason::recovery:
+    case engine::Reason::count_:
+      break;
+  }
+  return (d.old_factor <= 0.0) != (d.new_factor <= 0.0) ? agent::EventKind::path_state
+                                                        : agent::EventKind::path_weight;
+}
+
 }  // namespace
 
 EngineRunner::EngineRunner(dataplane::Gateway& gw, const engine::Params& params)
@@ -68,6 +92,23 @@ void EngineRunner::publish(const std::vector<engine::Decision>& decisions, size_
         "engine: policy {} segment-list {} (path {}): factor {:.4f} -> {:.4f} ({}, score {:.3f})",
         d.policy, d.segment_list, d.path_id, d.old_factor, d.new_factor,
         engine::to_string(d.reason), d.score);
+    if (events_bus_) {
+      agent::Event e;
+      e.kind = kind_of(d);
+      agent::PathEvent p;
+      p.policy = d.policy;
+      p.segment_list = d.segment_list;
+      p.path_id = d.path_id;
+      p.old_factor = d.old_factor;
+      p.new_factor = d.new_factor;
+      p.old_state = state_of(d.old_factor);
+      p.new_state = state_of(d.new_factor);
+      p.congestion = d.score;
+      p.reason = engine::to_string(d.reason);
+      e.detail = std::move(p);
+      events_bus_->publish(std::move(e));
+      ++stats_.events_published;
+    }
   }
   for (const std::string& policy : touched) {
     if (auto e = gw_.set_path_factors(policy, engine_.factors(policy))) {
@@ -121,9 +162,10 @@ void EngineRunner::poll(uint64_t now_ns) {
   stats_.busy_ns += steady_ns() - t0;
 }
 
-bool EngineRunner::set_admin(uint16_t path_id, bool up, uint64_t now_ns) {
+bool EngineRunner::set_admin(uint16_t path_id, bool up, uint64_t now_ns, bool* changed) {
   const size_t before = decisions_.size();
   if (!engine_.set_admin(path_id, up, now_ns, decisions_)) return false;
+  if (changed) *changed = decisions_.size() > before;
   publish(decisions_, before);
   decisions_.resize(before);
   return true;
@@ -163,11 +205,11 @@ std::string EngineRunner::json() const {
       "\"cnp_reflected\":{},\"cnp_fallback\":{},\"cnp_unattributed\":{},\"unknown_path\":{},"
       "\"publications\":{},\"publish_errors\":{},\"reactions\":{},\"last_reaction_ns\":{},"
       "\"max_reaction_ns\":{},\"last_engine_ns\":{},\"max_engine_ns\":{},\"busy_ns\":{},"
-      "\"decisions\":{{",
+      "\"events_published\":{},\"decisions\":{{",
       stats_.polls, stats_.events, a.ce_seen, a.cnp_sent, a.cnp_sent_reflected, a.cnp_reflected,
       a.cnp_fallback, a.cnp_unattributed, a.unknown_path, stats_.publishes, stats_.publish_errors,
       stats_.reactions, stats_.last_reaction_ns, stats_.max_reaction_ns, stats_.last_engine_ns,
-      stats_.max_engine_ns, stats_.busy_ns);
+      stats_.max_engine_ns, stats_.busy_ns, stats_.events_published);
   for (size_t r = 0; r < size_t(engine::Reason::count_); ++r)
     s += fmt::format("{}\"{}\":{}", r ? "," : "", engine::to_string(engine::Reason(r)),
                      c.decisions[r]);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/event_bus.hpp"
 #include "config/model.hpp"
 #include "dataplane/pipeline.hpp"
 #include "engine/attribution.hpp"
@@ -31,8 +32,14 @@ class EngineRunner {
     return engine_.params().enabled ? engine_.params().interval_us : 10000;
   }
 
-  // Controller (future gRPC call): marks a path down or up, published at once.
-  bool set_admin(uint16_t path_id, bool up, uint64_t now_ns);
+  // Controller (gRPC SetPathState): marks a path down or up, published at once. False when
+  // the path id is unknown; `changed` (optional) tells whether a factor moved.
+  bool set_admin(uint16_t path_id, bool up, uint64_t now_ns, bool* changed = nullptr);
+
+  // Where decisions are streamed as path_weight/path_state events (the gRPC agent's bus);
+  // null (--no-agent, or the agent stopping) = logged and counted only. The bus never waits
+  // for a watcher: a slow one loses events, the engine loop never stalls.
+  void set_event_bus(agent::EventBus* bus) { events_bus_ = bus; }
 
   struct Stats {
     uint64_t polls = 0;
@@ -44,7 +51,8 @@ class EngineRunner {
     uint64_t max_reaction_ns = 0;
     uint64_t last_engine_ns = 0;  // engine time of that poll (drain .. publish)
     uint64_t max_engine_ns = 0;
-    uint64_t busy_ns = 0;  // total time spent in poll()
+    uint64_t busy_ns = 0;           // total time spent in poll()
+    uint64_t events_published = 0;  // decisions streamed to the event bus
   };
   const Stats& stats() const { return stats_; }
   const engine::Engine& engine() const { return engine_; }
@@ -64,6 +72,7 @@ class EngineRunner {
   uint64_t synced_generation_ = 0;
   std::vector<engine::Decision> decisions_;
   std::vector<dataplane::FeedbackEvent> events_;
+  agent::EventBus* events_bus_ = nullptr;  // main lcore, under control_mutex
   Stats stats_;
 };
 

@@ -178,6 +178,7 @@ void control_loop(App& app) {
     std::lock_guard lock(app.control_mutex);
     prev = take_snapshot(app);
     app.engine = std::make_unique<EngineRunner>(*app.gateway, app.gateway->running_config().engine);
+    app.engine->set_event_bus(app.event_bus);
   }
   while (!g_stop.load(std::memory_order_relaxed)) {
     // The local SR engine wants the ring drained about every interval (100 us by default);
@@ -231,6 +232,58 @@ void control_loop(App& app) {
   g_stop.store(true, std::memory_order_relaxed);
 }
 
+uint64_t steady_now_ns() {
+  return uint64_t(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+          .count());
+}
+
+// gRPC SetPathState (an agent thread): resolves the path in the engine's view of the running
+// policies and marks it down or up; the new factors are published before this returns.
+agent::PathStateOutcome set_path_state(App& app, const agent::PathStateCommand& cmd) {
+  using Status = agent::PathStateOutcome::Status;
+  agent::PathStateOutcome out;
+  std::lock_guard lock(app.control_mutex);
+  if (!app.running || !app.engine) {
+    out.status = Status::unavailable;
+    out.message = "the gateway is not running";
+    return out;
+  }
+  if (!app.engine->engine().params().enabled) {
+    out.status = Status::engine_disabled;
+    out.message = "the local SR engine is disabled (engine/enabled is false)";
+    return out;
+  }
+  bool policy_known = false;
+  std::optional<engine::PathView> hit;
+  for (const engine::PathView& v : app.engine->engine().paths()) {
+    if (v.policy != cmd.policy) continue;
+    policy_known = true;
+    if (cmd.segment_list ? v.segment_list == *cmd.segment_list : v.path_id == *cmd.path_id) {
+      hit = v;
+      break;
+    }
+  }
+  if (!hit) {
+    out.status = Status::not_found;
+    out.message = policy_known ? "the policy has no such segment list" : "no such policy";
+    return out;
+  }
+  bool changed = false;
+  if (!app.engine->set_admin(hit->path_id, cmd.up, steady_now_ns(), &changed)) {
+    out.status = Status::not_found;
+    out.message = "the local SR engine does not know this path id";
+    return out;
+  }
+  out.status = Status::ok;
+  out.segment_list = hit->segment_list;
+  out.path_id = hit->path_id;
+  out.changed = changed;
+  for (const engine::PathView& v : app.engine->engine().paths())
+    if (v.path_id == hit->path_id) out.factor = v.factor;
+  return out;
+}
+
 void print_final(App& app) {
   Snapshot s;
   std::vector<dataplane::Gateway::PathStats> paths;
@@ -250,11 +303,7 @@ void print_final(App& app) {
   std::fflush(stdout);
   if (app.options.stats_json_path) {
     std::ofstream f(*app.options.stats_json_path);
-    std::string json = final_json(app, s, paths);
-    // The engine's statistics join the top-level object as "engine".
-    if (const size_t end = json.rfind('}'); !engine_json.empty() && end != std::string::npos)
-      json.insert(end, ",\"engine\":" + engine_json);
-    f << json;
+    f << final_json(app, s, paths, engine_json);
     if (!f) spdlog::error("cannot write {}", *app.options.stats_json_path);
   }
 }
@@ -368,9 +417,12 @@ int run(int argc, char** argv) {
     std::unique_ptr<agent::Agent> grpc_agent;
     if (agent_opts.enabled) {
       grpc_agent = agent::Agent::start(agent_opts, sink, app.config, generation, agent_error);
-      if (grpc_agent)
+      if (grpc_agent) {
         spdlog::info("agent: listening on {}", grpc_agent->address());
-      else
+        app.event_bus = &grpc_agent->events();
+        grpc_agent->set_path_state_handler(
+            [](const agent::PathStateCommand& cmd) { return set_path_state(app, cmd); });
+      } else
         spdlog::error("agent: {} (run with --no-agent to go without the gRPC agent)", agent_error);
     }
     if (grpc_agent || !agent_opts.enabled) {
@@ -381,6 +433,12 @@ int run(int argc, char** argv) {
       }
       launch_workers(app);
       control_loop(app);
+      if (grpc_agent) {
+        grpc_agent->set_path_state_handler({});
+        std::lock_guard lock(app.control_mutex);
+        if (app.engine) app.engine->set_event_bus(nullptr);
+        app.event_bus = nullptr;
+      }
       if (grpc_agent) grpc_agent->stop();  // no Apply may reach a Gateway being torn down
       rte_eal_mp_wait_lcore();
       print_final(app);

@@ -30,6 +30,9 @@ void accumulate(WorkerCounters& into, const WorkerCounters& from) {
   into.cnp_seen += from.cnp_seen;
   into.outer_ce_seen += from.outer_ce_seen;
   into.chained_header += from.chained_header;
+  into.feedback_events += from.feedback_events;
+  into.feedback_dropped += from.feedback_dropped;
+  into.cnp_reflected += from.cnp_reflected;
   for (size_t i = 0; i < into.drops.size(); ++i) into.drops[i] += from.drops[i];
   for (size_t i = 0; i < into.parse_status.size(); ++i)
     into.parse_status[i] += from.parse_status[i];
@@ -192,6 +195,8 @@ std::string final_report(const App& app, const Snapshot& s,
       fmt::format("events: inner-ce-marked {}  cnp-seen {}  outer-ce-seen {}  chained-header {}  "
                   "bursts {}",
                   t.inner_ce_marked, t.cnp_seen, t.outer_ce_seen, t.chained_header, t.bursts));
+  out(fmt::format("feedback: events {}  dropped (ring full) {}  cnp-reflected {}",
+                  t.feedback_events, t.feedback_dropped, t.cnp_reflected));
   out(fmt::format("drops: {} total", total_drops(t)));
   for (size_t i = 0; i < t.drops.size(); ++i)
     if (t.drops[i])
@@ -208,7 +213,8 @@ std::string final_report(const App& app, const Snapshot& s,
 }
 
 std::string final_json(const App& app, const Snapshot& s,
-                       const std::vector<dataplane::Gateway::PathStats>& paths) {
+                       const std::vector<dataplane::Gateway::PathStats>& paths,
+                       const std::string& engine_json) {
   std::string j = "{";
   j += fmt::format("\"elapsed_s\":{:.6f},", seconds_between(app.start_tsc, s.tsc));
   j += "\"ports\":{";
@@ -237,6 +243,8 @@ std::string final_json(const App& app, const Snapshot& s,
         c.passed_fabric_to_host, c.inner_ce_marked, c.cnp_seen, c.outer_ce_seen, c.chained_header,
         c.bursts, c.busy_tsc, cycles_per_packet(c.busy_tsc, c.rx_host + c.rx_fabric),
         total_drops(c));
+    o += fmt::format(",\"feedback_events\":{},\"feedback_dropped\":{},\"cnp_reflected\":{}",
+                     c.feedback_events, c.feedback_dropped, c.cnp_reflected);
     o += fmt::format(",\"pipeline_tsc\":{},\"pipeline_cycles_per_packet\":{:.2f}", c.pipeline_tsc,
                      cycles_per_packet(c.pipeline_tsc, c.rx_host + c.rx_fabric));
     // RX polls by burst size: index = packets returned by one rte_eth_rx_burst, 0 = empty.
@@ -274,7 +282,9 @@ std::string final_json(const App& app, const Snapshot& s,
         json_escape(p.policy), json_escape(p.segment_list), p.path_id, p.weight_configured,
         p.factor, p.packets, p.bytes);
   }
-  j += "]}\n";
+  j += "]";
+  if (!engine_json.empty()) j += ",\"engine\":" + engine_json;
+  j += "}\n";
   return j;
 }
 

@@ -46,8 +46,10 @@ std::string interval_line(const Snapshot& prev, const Snapshot& cur);
 std::string final_report(const App& app, const Snapshot& s,
                          const std::vector<dataplane::Gateway::PathStats>& paths);
 
-// The same figures as JSON (for scripts: --stats-json).
+// The same figures as JSON (for scripts: --stats-json); `engine_json` (the local SR engine's
+// object, EngineRunner::json()) joins as "engine" unless empty.
 std::string final_json(const App& app, const Snapshot& s,
-                       const std::vector<dataplane::Gateway::PathStats>& paths);
+                       const std::vector<dataplane::Gateway::PathStats>& paths,
+                       const std::string& engine_json);
 
 }  // namespace srv6gw::app

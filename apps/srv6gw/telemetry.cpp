@@ -46,6 +46,9 @@ void add_counters(rte_tel_data* d, const WorkerCounters& c) {
   rte_tel_data_add_dict_u64(d, "cnp_seen", c.cnp_seen);
   rte_tel_data_add_dict_u64(d, "outer_ce_seen", c.outer_ce_seen);
   rte_tel_data_add_dict_u64(d, "chained_header", c.chained_header);
+  rte_tel_data_add_dict_u64(d, "feedback_events", c.feedback_events);
+  rte_tel_data_add_dict_u64(d, "feedback_dropped", c.feedback_dropped);
+  rte_tel_data_add_dict_u64(d, "cnp_reflected", c.cnp_reflected);
   rte_tel_data_add_dict_u64(d, "bursts", c.bursts);
   rte_tel_data_add_dict_u64(d, "busy_tsc", c.busy_tsc);
   rte_tel_data_add_dict_u64(d, "pipeline_tsc", c.pipeline_tsc);

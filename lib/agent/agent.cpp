@@ -152,6 +152,9 @@ void worker_to_proto(unsigned index, const dataplane::WorkerCounters& w, v1::Wor
   o.set_chained_header(w.chained_header);
   o.set_bursts(w.bursts);
   o.set_busy_tsc(w.busy_tsc);
+  o.set_feedback_events(w.feedback_events);
+  o.set_feedback_dropped(w.feedback_dropped);
+  o.set_cnp_reflected(w.cnp_reflected);
 }
 
 // Every drop reason of one worker: (name, count), in a fixed order.
@@ -237,6 +240,8 @@ struct Agent::Impl final : public v1::Gateway::Service {
   std::string socket_path;  // unix listener, "" for TCP
   std::atomic<unsigned> watchers{0};
   std::once_flag stopped;
+  std::mutex path_handler_mutex;
+  PathStateHandler path_handler;  // guarded by path_handler_mutex
 
   Impl(const AgentOptions& o, StateSink& s) : options(o), sink(s) {}
 
@@ -504,6 +509,62 @@ struct Agent::Impl final : public v1::Gateway::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status SetPathState(grpc::ServerContext* ctx, const v1::SetPathStateRequest* req,
+                            v1::SetPathStateResponse* resp) override {
+    PathStateCommand cmd;
+    cmd.policy = req->policy();
+    cmd.up = req->up();
+    switch (req->path_case()) {
+      case v1::SetPathStateRequest::kSegmentList:
+        cmd.segment_list = req->segment_list();
+        break;
+      case v1::SetPathStateRequest::kPathId:
+        if (req->path_id() > 0xffff)
+          return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                              "path_id: " + std::to_string(req->path_id()) +
+                                  " is out of range 0..65535 (YANG segment-list/path-id)");
+        cmd.path_id = uint16_t(req->path_id());
+        break;
+      default:
+        return grpc::Status(
+            grpc::StatusCode::INVALID_ARGUMENT,
+            "give segment_list or path_id: which path of policy '" + req->policy() + "'");
+    }
+    PathStateHandler handler;
+    {
+      std::lock_guard lock(path_handler_mutex);
+      handler = path_handler;
+    }
+    if (!handler)
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "this gateway takes no path commands");
+    const PathStateOutcome out = handler(cmd);
+    const std::string what = "policy '" + cmd.policy + "' " +
+                             (cmd.segment_list ? "segment-list '" + *cmd.segment_list + "'"
+                                               : "path id " + std::to_string(*cmd.path_id));
+    switch (out.status) {
+      case PathStateOutcome::Status::ok:
+        break;
+      case PathStateOutcome::Status::not_found:
+        return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                            what + ": " + (out.message.empty() ? "no such path" : out.message));
+      case PathStateOutcome::Status::engine_disabled:
+        return grpc::Status(
+            grpc::StatusCode::FAILED_PRECONDITION,
+            what + ": " + (out.message.empty() ? "the local SR engine is disabled" : out.message));
+      case PathStateOutcome::Status::unavailable:
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            what + ": " + (out.message.empty() ? "not running" : out.message));
+    }
+    spdlog::info("agent: {} set {} by {}{}", what, cmd.up ? "up" : "down", ctx->peer(),
+                 out.changed ? "" : " (no change)");
+    resp->set_segment_list(out.segment_list);
+    resp->set_path_id(out.path_id);
+    resp->set_changed(out.changed);
+    resp->set_factor(out.factor);
+    resp->set_generation(snapshot()->generation);
+    return grpc::Status::OK;
+  }
+
   grpc::Status WatchEvents(grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
                            grpc::ServerWriter<v1::Event>* writer) override {
     std::vector<EventKind> kinds;
@@ -681,6 +742,11 @@ void Agent::stop() {
     if (!impl_->socket_path.empty()) ::unlink(impl_->socket_path.c_str());
     spdlog::info("agent: stopped");
   });
+}
+
+void Agent::set_path_state_handler(PathStateHandler handler) {
+  std::lock_guard lock(impl_->path_handler_mutex);
+  impl_->path_handler = std::move(handler);
 }
 
 EventBus& Agent::events() {

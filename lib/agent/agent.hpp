@@ -14,7 +14,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "agent/batch.hpp"
@@ -29,6 +31,28 @@ class Channel;
 }
 
 namespace srv6gw::agent {
+
+// SetPathState, as the daemon's handler sees it: one path of one policy, named by segment
+// list or by path id (exactly one is set).
+struct PathStateCommand {
+  std::string policy;
+  std::optional<std::string> segment_list;
+  std::optional<uint16_t> path_id;
+  bool up = false;
+};
+
+struct PathStateOutcome {
+  enum class Status : uint8_t { ok, not_found, engine_disabled, unavailable };
+  Status status = Status::unavailable;
+  std::string message;  // why, when not ok
+  std::string segment_list;
+  uint16_t path_id = 0;
+  bool changed = false;
+  double factor = 1.0;
+};
+
+// Runs on a gRPC thread; the daemon's handler serialises with its own control work.
+using PathStateHandler = std::function<PathStateOutcome(const PathStateCommand&)>;
 
 class Agent {
  public:
@@ -46,6 +70,10 @@ class Agent {
   // Reports NOT_SERVING, ends event streams, waits (at most ~2 s) for calls in flight, closes
   // the listener. Idempotent.
   void stop();
+
+  // Who carries out SetPathState (the daemon's local SR engine). Without one, SetPathState
+  // answers UNAVAILABLE. Any thread; may be replaced or cleared (empty function) at any time.
+  void set_path_state_handler(PathStateHandler handler);
 
   // Other control-plane producers (the local SR engine) publish here; WatchEvents streams it.
   EventBus& events();

@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Packet helpers of the integration suite, on scapy: the IP packet of a frame, RoCEv2
-# detection, and the RoCEv2 ICRC computed from the specification (IBTA Annex A17), not from
-# the gateway's code.
+# detection, and the RoCEv2 ICRC check (IBTA Annex A17, from tests/oracle/roce_lib, not from
+# the gateway's code).
 import logging
-import zlib
+import os
+import sys
 
 logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
 from scapy.all import IP, UDP, Ether, IPv6  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oracle"))
+import roce_lib  # noqa: E402
 
 ROCE_PORT = 4791
 
@@ -27,17 +31,9 @@ def is_roce(pkt):
 
 
 def icrc_ok(ip_packet: bytes) -> bool:
-    b = bytearray(ip_packet[:-4])
-    if b[0] >> 4 == 6:
-        b[0] |= 0x0F
-        b[1:4] = b"\xff\xff\xff"
-        b[7] = 0xFF
-        udp = 40
-    else:
-        b[1] = 0xFF
-        b[8] = 0xFF
-        b[10:12] = b"\xff\xff"
-        udp = (b[0] & 0xF) * 4
-    b[udp + 6:udp + 8] = b"\xff\xff"
-    b[udp + 12] = 0xFF
-    return zlib.crc32(b"\xff" * 8 + bytes(b)) == int.from_bytes(ip_packet[-4:], "little")
+    """ICRC check by the suite's one specification-derived oracle (tests/oracle/roce_lib);
+    anything that is not an IP packet is simply not valid."""
+    try:
+        return roce_lib.icrc_valid(ip_packet)
+    except (ValueError, IndexError):
+        return False

@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 seconds=60
 build=build-fuzz
-all_targets=(fuzz_parse fuzz_decap fuzz_template fuzz_encap_roundtrip fuzz_config)
+all_targets=(fuzz_parse fuzz_decap fuzz_template fuzz_encap_roundtrip fuzz_config fuzz_apply_request)
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -51,8 +51,9 @@ agent::EventKind kind_of(const engine::Decision& d) {
 EngineRunner::EngineRunner(dataplane::Gateway& gw, const engine::Params& params)
     : gw_(gw),
       engine_(params),
-      attributor_([&gw](const net::IpAddr& local, const net::IpAddr& remote,
-                        std::vector<uint16_t>& ids) { gw.recent_paths(local, remote, ids); }),
+      attributor_(
+          [&gw](const net::IpAddr& local, const net::IpAddr& remote,
+                std::vector<dataplane::RecentUse>& uses) { gw.recent_paths(local, remote, uses); }),
       events_(kDrainBatch) {
   sync_policies();
 }

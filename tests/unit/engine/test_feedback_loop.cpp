@@ -168,8 +168,9 @@ struct EngineLoop {
   std::vector<engine::Decision> decisions;
   explicit EngineLoop(Gateway& g, const config::GatewayConfig& cfg)
       : gw(g),
-        attr([&g](const net::IpAddr& local, const net::IpAddr& remote, std::vector<uint16_t>& ids) {
-          g.recent_paths(local, remote, ids);
+        attr([&g](const net::IpAddr& local, const net::IpAddr& remote,
+                  std::vector<dataplane::RecentUse>& uses) {
+          g.recent_paths(local, remote, uses);
         }) {
     eng.set_policies(specs(cfg));
     eng.tick(now_ns, decisions);
@@ -297,18 +298,22 @@ TEST_F(FeedbackLoop, WithoutReflectionTheFlowsListIsBlamed) {
   EXPECT_EQ(f[2 - used], 1.0);
 }
 
-TEST_F(FeedbackLoop, SprayedWithoutReflectionBlamesEveryUsedListEqually) {
+TEST_F(FeedbackLoop, SprayedWithoutReflectionBlamesEveryUsedListByUse) {
   const config::GatewayConfig ca = config_a(config::SelectionMode::packet);
   auto a = make(ca);
   ASSERT_TRUE(a);
-  std::vector<uint16_t> ids;
+  std::vector<dataplane::RecentUse> uses;
   run(*a, data_frames(4), true);
-  a->recent_paths(testing::ip(kHostA), testing::ip(kHostB), ids);
-  std::sort(ids.begin(), ids.end());
-  EXPECT_EQ(ids, (std::vector<uint16_t>{1, 2}));
-  ids.clear();
-  a->recent_paths(testing::ip(kHostB), testing::ip(kHostA), ids);  // the other direction
-  EXPECT_TRUE(ids.empty());
+  const auto by_path = packets_by_path(*a);
+  a->recent_paths(testing::ip(kHostA), testing::ip(kHostB), uses);
+  std::map<uint16_t, uint32_t> got;
+  for (const auto& u : uses) got[u.path_id] += u.packets;
+  EXPECT_EQ(got, (std::map<uint16_t, uint32_t>{{1, uint32_t(by_path.at("a"))},
+                                               {2, uint32_t(by_path.at("b"))}}));
+  EXPECT_EQ(got[1] + got[2], 4u);
+  uses.clear();
+  a->recent_paths(testing::ip(kHostB), testing::ip(kHostA), uses);  // the other direction
+  EXPECT_TRUE(uses.empty());
 }
 
 TEST_F(FeedbackLoop, FullRingDropsAndCountsWithoutBlocking) {

@@ -623,7 +623,9 @@ std::string event_line(const v1::Event& e) {
          std::to_string(n.policies_deleted()) + " steering +" +
          std::to_string(n.steering_upserted()) + " -" + std::to_string(n.steering_deleted()) +
          " local-sids +" + std::to_string(n.local_sids_upserted()) + " -" +
-         std::to_string(n.local_sids_deleted()) + " from " + e.config_applied().origin();
+         std::to_string(n.local_sids_deleted()) +
+         (e.config_applied().engine_params() ? " engine-params" : "") + " from " +
+         e.config_applied().origin();
   } else if (e.has_path()) {
     const auto& p = e.path();
     char f[64];

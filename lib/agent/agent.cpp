@@ -19,6 +19,7 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -99,6 +100,7 @@ void to_proto(const Event& e, v1::Event& out) {
   if (auto* a = std::get_if<ConfigAppliedEvent>(&e.detail)) {
     to_proto(a->counts, *out.mutable_config_applied()->mutable_counts());
     out.mutable_config_applied()->set_origin(a->origin);
+    out.mutable_config_applied()->set_engine_params(a->engine_params);
   } else if (auto* p = std::get_if<PathEvent>(&e.detail)) {
     auto* o = out.mutable_path();
     o->set_policy(p->policy);
@@ -226,6 +228,82 @@ bool prepare_unix_socket(const std::string& path, std::string& error) {
   return true;
 }
 
+void to_proto(const engine::Params& p, v1::EngineParams& o) {
+  o.set_enabled(p.enabled);
+  o.set_interval_us(p.interval_us);
+  o.set_alpha(p.alpha);
+  o.set_decrease(p.decrease);
+  o.set_min_factor(p.min_factor);
+  o.set_decrease_gap_us(p.decrease_gap_us);
+  o.set_exclude_threshold(p.exclude_threshold);
+  o.set_readmit_threshold(p.readmit_threshold);
+  o.set_readmit_factor(p.readmit_factor);
+  o.set_hold_down_us(p.hold_down_us);
+  o.set_max_hold_down_us(p.max_hold_down_us);
+  o.set_recovery_step(p.recovery_step);
+  o.set_recovery_period_us(p.recovery_period_us);
+  o.set_reflect(p.reflect);
+}
+
+// The fields present in `in` overwrite `p`. Decimals are rounded to the six fraction digits
+// of the YANG decimal64 leaves (so what runs is what the state file will hold). Returns the
+// first non-finite field ("params.alpha: ..."), "" otherwise.
+std::string merge_engine_params(const v1::EngineParams& in, engine::Params& p) {
+  std::string bad;
+  auto dec = [&](bool has, double v, const char* name, double& to) {
+    if (!has || !bad.empty()) return;
+    if (!std::isfinite(v) || std::fabs(v) > 1e12) {
+      bad = std::string("params.") + name + ": " + std::to_string(v) +
+            " is not a usable number (/srv6gw:gateway/engine/" + name + ")";
+      for (size_t i = bad.find('(') + 1; i < bad.size(); ++i)
+        if (bad[i] == '_') bad[i] = '-';
+      return;
+    }
+    to = std::round(v * 1e6) / 1e6;
+  };
+  if (in.has_enabled()) p.enabled = in.enabled();
+  if (in.has_interval_us()) p.interval_us = in.interval_us();
+  dec(in.has_alpha(), in.alpha(), "alpha", p.alpha);
+  dec(in.has_decrease(), in.decrease(), "decrease", p.decrease);
+  dec(in.has_min_factor(), in.min_factor(), "min_factor", p.min_factor);
+  if (in.has_decrease_gap_us()) p.decrease_gap_us = in.decrease_gap_us();
+  dec(in.has_exclude_threshold(), in.exclude_threshold(), "exclude_threshold", p.exclude_threshold);
+  dec(in.has_readmit_threshold(), in.readmit_threshold(), "readmit_threshold", p.readmit_threshold);
+  dec(in.has_readmit_factor(), in.readmit_factor(), "readmit_factor", p.readmit_factor);
+  if (in.has_hold_down_us()) p.hold_down_us = in.hold_down_us();
+  if (in.has_max_hold_down_us()) p.max_hold_down_us = in.max_hold_down_us();
+  dec(in.has_recovery_step(), in.recovery_step(), "recovery_step", p.recovery_step);
+  if (in.has_recovery_period_us()) p.recovery_period_us = in.recovery_period_us();
+  if (in.has_reflect()) p.reflect = in.reflect();
+  return bad;
+}
+
+// "params.<field>: <why> (<YANG node>)" for a refusal under /srv6gw:gateway/engine, else the
+// refusal as it is (a configuration that did not validate for another reason).
+std::string describe_engine_error(const config::ConfigError& e) {
+  constexpr std::string_view kEngine = "/srv6gw:gateway/engine/";
+  if (e.path.rfind(kEngine, 0) == 0) {
+    std::string field = e.path.substr(kEngine.size());
+    std::replace(field.begin(), field.end(), '-', '_');
+    return "params." + field + ": " + e.message + " (" + e.path + ")";
+  }
+  return "configuration refused: " + e.message + " (" + e.path + ")";
+}
+
+// Paths down whose path id the configuration no longer has are forgotten (the engine forgets
+// them too: its path state follows the path id).
+std::vector<PathDown> paths_still_configured(const std::vector<PathDown>& down,
+                                             const config::GatewayConfig& cfg) {
+  std::vector<PathDown> kept;
+  for (const PathDown& d : down) {
+    bool known = false;
+    for (const config::Policy& p : cfg.policies)
+      for (const config::SegmentList& sl : p.segment_lists) known |= sl.path_id == d.path_id;
+    if (known) kept.push_back(d);
+  }
+  return kept;
+}
+
 }  // namespace
 
 struct Agent::Impl final : public v1::Gateway::Service {
@@ -242,6 +320,11 @@ struct Agent::Impl final : public v1::Gateway::Service {
   std::once_flag stopped;
   std::mutex path_handler_mutex;
   PathStateHandler path_handler;  // guarded by path_handler_mutex
+  // What the state file holds beside the configuration (paths down, engine parameters set
+  // over gRPC). Read and written by gRPC threads under apply_mutex (every state-file write
+  // holds it); engine_params_from_agent mirrors its flag for lock-free readers.
+  StateExtras extras;
+  std::atomic<bool> engine_params_from_agent{false};
 
   Impl(const AgentOptions& o, StateSink& s) : options(o), sink(s) {}
 
@@ -300,8 +383,11 @@ struct Agent::Impl final : public v1::Gateway::Service {
     const uint64_t generation = base->generation + 1;
 
     const auto t2 = Clock::now();
+    StateExtras next_extras = extras;
+    next_extras.paths_down = paths_still_configured(extras.paths_down, batch.candidate());
     if (!options.state_path.empty()) {
-      if (auto why = write_state_file(options.state_path, batch.candidate(), generation);
+      if (auto why =
+              write_state_file(options.state_path, batch.candidate(), generation, next_extras);
           !why.empty()) {
         spdlog::error("agent: cannot persist generation {}: {}; rolling back", generation, why);
         if (auto e = sink.apply(base->config)) {
@@ -316,6 +402,7 @@ struct Agent::Impl final : public v1::Gateway::Service {
       }
     }
     const double persist_ms = ms_since(t2);
+    extras = std::move(next_extras);
 
     publish(batch.next(generation));
     bus.set_generation(generation);
@@ -537,6 +624,8 @@ struct Agent::Impl final : public v1::Gateway::Service {
     }
     if (!handler)
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "this gateway takes no path commands");
+    // Serialised with Apply and SetEngineParams: every state-file write holds apply_mutex.
+    std::lock_guard apply_lock(apply_mutex);
     const PathStateOutcome out = handler(cmd);
     const std::string what = "policy '" + cmd.policy + "' " +
                              (cmd.segment_list ? "segment-list '" + *cmd.segment_list + "'"
@@ -555,6 +644,34 @@ struct Agent::Impl final : public v1::Gateway::Service {
         return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                             what + ": " + (out.message.empty() ? "not running" : out.message));
     }
+    // A path down is persisted (down again after a restart); a path up is forgotten.
+    StateExtras next_extras = extras;
+    auto& down = next_extras.paths_down;
+    down.erase(std::remove_if(down.begin(), down.end(),
+                              [&](const PathDown& d) { return d.path_id == out.path_id; }),
+               down.end());
+    if (!cmd.up) down.push_back(PathDown{cmd.policy, out.segment_list, out.path_id});
+    if (!(next_extras == extras) && !options.state_path.empty()) {
+      const auto s = snapshot();
+      if (auto why = write_state_file(options.state_path, s->config, s->generation, next_extras);
+          !why.empty()) {
+        spdlog::error("agent: cannot persist {} {}: {}; putting it back", what,
+                      cmd.up ? "up" : "down", why);
+        if (out.changed) {
+          PathStateCommand undo = cmd;
+          undo.up = !cmd.up;
+          undo.segment_list.reset();
+          undo.path_id = out.path_id;
+          if (handler(undo).status != PathStateOutcome::Status::ok)
+            spdlog::critical("agent: could not put {} back; the engine runs an unpersisted state",
+                             what);
+        }
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            what + ": the state could not be persisted (" + why +
+                                "); the path was put back as it was");
+      }
+    }
+    extras = std::move(next_extras);
     spdlog::info("agent: {} set {} by {}{}", what, cmd.up ? "up" : "down", ctx->peer(),
                  out.changed ? "" : " (no change)");
     resp->set_segment_list(out.segment_list);
@@ -562,6 +679,85 @@ struct Agent::Impl final : public v1::Gateway::Service {
     resp->set_changed(out.changed);
     resp->set_factor(out.factor);
     resp->set_generation(snapshot()->generation);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetEngineParams(grpc::ServerContext*, const v1::GetEngineParamsRequest*,
+                               v1::GetEngineParamsResponse* resp) override {
+    const auto s = snapshot();
+    to_proto(s->config.engine, *resp->mutable_params());
+    resp->set_generation(s->generation);
+    resp->set_set_by_agent(engine_params_from_agent.load());
+    return grpc::Status::OK;
+  }
+
+  // Like an Apply of the engine container alone: same validation, publication through the
+  // sink (the daemon's engine takes the new parameters on its next poll), persistence and
+  // generation, all or nothing.
+  grpc::Status SetEngineParams(grpc::ServerContext* ctx, const v1::SetEngineParamsRequest* req,
+                               v1::SetEngineParamsResponse* resp) override {
+    std::lock_guard apply_lock(apply_mutex);
+    const auto base = snapshot();
+    if (req->has_expected_generation() && req->expected_generation() != base->generation) {
+      const std::string message = "stale generation: expected_generation is " +
+                                  std::to_string(req->expected_generation()) +
+                                  ", the running generation is " + std::to_string(base->generation);
+      spdlog::warn("agent: refused engine parameters from {}: {}", ctx->peer(), message);
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, message);
+    }
+    engine::Params params = base->config.engine;
+    if (auto bad = merge_engine_params(req->params(), params); !bad.empty()) {
+      spdlog::warn("agent: refused engine parameters from {}: {}", ctx->peer(), bad);
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, bad);
+    }
+    config::GatewayConfig candidate = base->config;
+    candidate.engine = params;
+    if (auto e = config::validate(candidate)) {
+      const std::string msg = describe_engine_error(*e);
+      spdlog::warn("agent: {}refused engine parameters from {}: {}",
+                   req->dry_run() ? "dry run " : "", ctx->peer(), msg);
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);
+    }
+    to_proto(params, *resp->mutable_params());
+    resp->set_dry_run(req->dry_run());
+    resp->set_generation(base->generation);
+    const bool changed = !(params == base->config.engine);
+    resp->set_changed(changed);
+    if (req->dry_run() || !changed) return grpc::Status::OK;
+
+    if (auto e = sink.apply(candidate)) {
+      const std::string msg = "data plane refused: " + describe_engine_error(*e);
+      spdlog::warn("agent: engine parameters from {}: {}", ctx->peer(), msg);
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);
+    }
+    const uint64_t generation = base->generation + 1;
+    StateExtras next_extras = extras;
+    next_extras.engine_params_from_agent = true;
+    if (!options.state_path.empty()) {
+      if (auto why = write_state_file(options.state_path, candidate, generation, next_extras);
+          !why.empty()) {
+        spdlog::error("agent: cannot persist generation {}: {}; rolling back", generation, why);
+        if (auto e = sink.apply(base->config))
+          spdlog::critical(
+              "agent: ROLLBACK FAILED, the data plane runs an unpersisted configuration: {}: {}",
+              e->path, e->message);
+        return grpc::Status(
+            grpc::StatusCode::UNAVAILABLE,
+            "the state could not be persisted (" + why + "); the change was rolled back");
+      }
+    }
+    extras = std::move(next_extras);
+    engine_params_from_agent.store(true);
+    publish(make_state(std::move(candidate), generation));
+    bus.set_generation(generation);
+    Event ev;
+    ev.kind = EventKind::config_applied;
+    ev.generation = generation;
+    ev.detail = ConfigAppliedEvent{ChangeCounts{}, ctx->peer(), true};
+    bus.publish(std::move(ev));
+    spdlog::info("agent: generation {} from {}: local SR engine parameters changed", generation,
+                 ctx->peer());
+    resp->set_generation(generation);
     return grpc::Status::OK;
   }
 
@@ -611,13 +807,15 @@ Agent::~Agent() {
 
 std::unique_ptr<Agent> Agent::start(const AgentOptions& options, StateSink& sink,
                                     const config::GatewayConfig& running, uint64_t generation,
-                                    std::string& error) {
+                                    std::string& error, const StateExtras& extras) {
   if (!options.enabled) {
     error = "the agent is disabled (--no-agent)";
     return nullptr;
   }
   auto impl = std::make_unique<Impl>(options, sink);
   impl->current = make_state(running, generation);
+  impl->extras = extras;
+  impl->engine_params_from_agent.store(extras.engine_params_from_agent);
   impl->bus.set_generation(generation);
 
   if (!options.state_path.empty()) {

@@ -235,6 +235,9 @@ struct Agent::Impl final : public v1::Gateway::Service {
   std::mutex apply_mutex;  // one Apply at a time (gRPC threads)
   mutable std::mutex state_mutex;
   std::shared_ptr<const AgentState> current;  // guarded by state_mutex
+  // Relations between the objects of `current` for incremental validation. Read and
+  // written only by Apply, under apply_mutex.
+  ConfigIndex index;
   std::unique_ptr<grpc::Server> server;
   std::string address;
   std::string socket_path;  // unix listener, "" for TCP
@@ -272,7 +275,7 @@ struct Agent::Impl final : public v1::Gateway::Service {
     if (req->changes_size() == 0) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "changes: the batch is empty");
     }
-    Batch batch(*base, req->changes());
+    Batch batch(*base, index, req->changes());
     if (auto e = batch.run()) {
       spdlog::warn("agent: {}refused a batch of {} changes from {}: {}",
                    req->dry_run() ? "dry run " : "", req->changes_size(), ctx->peer(), e->message);
@@ -318,6 +321,7 @@ struct Agent::Impl final : public v1::Gateway::Service {
     const double persist_ms = ms_since(t2);
 
     publish(batch.next(generation));
+    index.commit(batch.delta());
     bus.set_generation(generation);
     Event ev;
     ev.kind = EventKind::config_applied;
@@ -618,6 +622,7 @@ std::unique_ptr<Agent> Agent::start(const AgentOptions& options, StateSink& sink
   }
   auto impl = std::make_unique<Impl>(options, sink);
   impl->current = make_state(running, generation);
+  impl->index = ConfigIndex(impl->current->config);
   impl->bus.set_generation(generation);
 
   if (!options.state_path.empty()) {

@@ -127,12 +127,13 @@ struct Batch::Edit {
   }
 };
 
-Batch::Batch(const AgentState& base, const google::protobuf::RepeatedPtrField<v1::Change>& changes)
-    : base_(base), changes_(changes) {}
+Batch::Batch(const AgentState& base, const ConfigIndex& index,
+             const google::protobuf::RepeatedPtrField<v1::Change>& changes)
+    : base_(base), index_(index), changes_(changes) {}
 
 Batch::~Batch() = default;
 
-std::optional<BatchError> Batch::run() {
+std::optional<BatchError> Batch::run(Validation validation) {
   edit_ = std::make_unique<Edit>();
   Edit& ed = *edit_;
   ed.cfg = base_.config;
@@ -252,33 +253,98 @@ std::optional<BatchError> Batch::run() {
     }
   }
 
-  // A deleted policy must not leave rules pointing at it. config::validate() would refuse
-  // the result too, but would name the rule; the operator's mistake is the delete.
-  std::unordered_set<std::string> gone;
-  if (ed.policies_deleted) {
-    for (size_t k = 0; k < cfg.policies.size(); ++k) {
-      if (ed.policy_dead[k]) gone.insert(cfg.policies[k].name);
-    }
-    compact(cfg.policies, ed.policy_dead);
-  }
+  if (ed.policies_deleted) compact(cfg.policies, ed.policy_dead);
   if (ed.rules_deleted) {
     compact(cfg.steering, ed.rule_dead);
     ed.rules = index_rules(cfg.steering);
   }
   if (ed.local_sids_deleted) compact(cfg.local_sids, ed.local_sid_dead);
-  if (!gone.empty()) {
-    for (size_t k = 0; k < cfg.steering.size(); ++k) {
-      const config::SteeringRule& r = cfg.steering[k];
-      if (!gone.count(r.policy)) continue;
-      return invalid(change_field(policy_change_.at(r.policy), "delete_policy", "") + ": policy '" +
-                     r.policy + "' is still used by steering rule " + std::to_string(r.id) + " (" +
-                     config::rule_path(r, k) +
-                     "/policy): delete or re-point its rules in the same batch");
+  build_delta();
+
+  if (validation == Validation::full) {
+    // A deleted policy must not leave rules pointing at it. config::validate() would refuse
+    // the result too, but would name the rule; the operator's mistake is the delete.
+    for (const PolicyDelta& d : delta_.policies) {
+      if (!d.before || d.after) continue;
+      for (size_t k = 0; k < cfg.steering.size(); ++k) {
+        const config::SteeringRule& r = cfg.steering[k];
+        if (r.policy == d.before->name)
+          return still_used(r.policy, r.id, config::rule_path(r, k) + "/policy");
+      }
+    }
+    if (auto e = config::validate(cfg)) return invalid(describe(*e));
+    return std::nullopt;
+  }
+  if (auto e = index_.check(base_.config, delta_)) {
+    if (!e->policy_in_use.empty())
+      return still_used(e->policy_in_use, e->user_rule_id, e->error.path);
+    return invalid(describe(e->error));
+  }
+  return std::nullopt;
+}
+
+std::optional<BatchError> Batch::still_used(const std::string& policy, uint32_t rule_id,
+                                            const std::string& rule_path) const {
+  return invalid(change_field(policy_change_.at(policy), "delete_policy", "") + ": policy '" +
+                 policy + "' is still used by steering rule " + std::to_string(rule_id) + " (" +
+                 rule_path + "): delete or re-point its rules in the same batch");
+}
+
+void Batch::build_delta() {
+  const config::GatewayConfig& cfg = edit_->cfg;
+  const config::GatewayConfig& before = base_.config;
+  delta_ = ConfigDelta{};
+  if (!policy_change_.empty()) {
+    std::unordered_map<std::string_view, const config::Policy*> old_by_name, new_by_name;
+    for (const config::Policy& p : before.policies) old_by_name.emplace(p.name, &p);
+    for (const config::Policy& p : cfg.policies) new_by_name.emplace(p.name, &p);
+    for (const auto& [name, change] : policy_change_) {
+      PolicyDelta d;
+      if (auto it = old_by_name.find(name); it != old_by_name.end()) d.before = it->second;
+      if (auto it = new_by_name.find(name); it != new_by_name.end()) d.after = it->second;
+      if (d.before && d.after && *d.before == *d.after) continue;
+      if (d.before || d.after) delta_.policies.push_back(d);
+    }
+    std::sort(delta_.policies.begin(), delta_.policies.end(),
+              [&](const PolicyDelta& a, const PolicyDelta& b) {
+                return policy_change_.at(a.after ? a.after->name : a.before->name) <
+                       policy_change_.at(b.after ? b.after->name : b.before->name);
+              });
+  }
+  if (!rule_change_.empty()) {
+    const SteeringIndex& now = edit_->rules ? *edit_->rules : *base_.steering_index;
+    delta_.rules.reserve(rule_change_.size());
+    for (const auto& [id, change] : rule_change_) {
+      RuleDelta d;
+      if (auto it = base_.steering_index->position.find(id);
+          it != base_.steering_index->position.end())
+        d.before = &before.steering[it->second];
+      if (auto it = now.position.find(id); it != now.position.end()) {
+        d.after = &cfg.steering[it->second];
+        d.after_index = it->second;
+      }
+      if (d.before && d.after && *d.before == *d.after) continue;
+      if (d.before || d.after) delta_.rules.push_back(d);
+    }
+    // Configuration order, as config::validate() meets them (deletions last): of two rules
+    // of the batch with one match, the later is the one refused.
+    std::sort(delta_.rules.begin(), delta_.rules.end(), [](const RuleDelta& a, const RuleDelta& b) {
+      const size_t ka = a.after ? a.after_index : SIZE_MAX, kb = b.after ? b.after_index : SIZE_MAX;
+      return ka != kb ? ka < kb : (a.before ? a.before->id : 0) < (b.before ? b.before->id : 0);
+    });
+  }
+  if (!local_sid_change_.empty()) {
+    std::map<net::Ipv6Addr, const config::LocalSid*> old_by_sid, new_by_sid;
+    for (const config::LocalSid& ls : before.local_sids) old_by_sid.emplace(ls.sid, &ls);
+    for (const config::LocalSid& ls : cfg.local_sids) new_by_sid.emplace(ls.sid, &ls);
+    for (const auto& [sid, change] : local_sid_change_) {
+      LocalSidDelta d;
+      if (auto it = old_by_sid.find(sid); it != old_by_sid.end()) d.before = it->second;
+      if (auto it = new_by_sid.find(sid); it != new_by_sid.end()) d.after = it->second;
+      if (d.before && d.after && *d.before == *d.after) continue;
+      if (d.before || d.after) delta_.local_sids.push_back(d);
     }
   }
-
-  if (auto e = config::validate(cfg)) return invalid(describe(*e));
-  return std::nullopt;
 }
 
 std::string Batch::describe(const config::ConfigError& e) const {

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "agent/config_index.hpp"
 #include "agent/event_bus.hpp"
 #include "config/model.hpp"
 #include "srv6gw/v1/srv6gw.pb.h"
@@ -48,15 +49,26 @@ struct BatchError {
   std::string message;
 };
 
-// Applies a batch of changes to a copy of `base`, then runs config::validate() on the result.
-// On success next() is the candidate state (generation still base's); describe() attributes a
-// later refusal of that candidate (by the data plane) to the change that caused it.
+// How a batch's result is checked: against the indexes of the running configuration (only
+// the changed objects are looked at), or by config::validate() over the whole result (the
+// file loader's check; tests compare both).
+enum class Validation : uint8_t { incremental, full };
+
+// Applies a batch of changes to a copy of `base` and checks the result (Validation). On
+// success next() is the candidate state (generation still base's) and delta() what changed;
+// describe() attributes a later refusal of that candidate (by the data plane) to the change
+// that caused it.
 class Batch {
  public:
-  Batch(const AgentState& base, const google::protobuf::RepeatedPtrField<v1::Change>& changes);
+  // `index` describes base.config (incremental validation); it is not changed here.
+  Batch(const AgentState& base, const ConfigIndex& index,
+        const google::protobuf::RepeatedPtrField<v1::Change>& changes);
   ~Batch();
 
-  std::optional<BatchError> run();
+  std::optional<BatchError> run(Validation validation = Validation::incremental);
+
+  // The net effect per key, once run() succeeded; valid while base and next() live.
+  const ConfigDelta& delta() const { return delta_; }
 
   // "changes[3].upsert_policy.segment_lists[0].sids[1]: <message> (<YANG path>)" for an error
   // on a node one of the changes wrote; "configuration refused: <message> (<YANG path>)"
@@ -71,7 +83,13 @@ class Batch {
 
  private:
   struct Edit;
+  std::optional<BatchError> still_used(const std::string& policy, uint32_t rule_id,
+                                       const std::string& rule_path) const;
+  void build_delta();
+
   const AgentState& base_;
+  const ConfigIndex& index_;
+  ConfigDelta delta_;
   const google::protobuf::RepeatedPtrField<v1::Change>& changes_;
   std::unique_ptr<Edit> edit_;
   ChangeCounts counts_;

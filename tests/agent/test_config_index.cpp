@@ -144,6 +144,9 @@ TEST(ConfigIndex, RandomBatchesAreJudgedLikeFullValidation) {
     BatchGen gen(seed);
     auto state = make_state(small_capacities(), 0);
     ConfigIndex index(state->config);
+    // As the agent does: the previous state and the changes it is behind by.
+    std::shared_ptr<AgentState> spare;
+    Changeset behind;
     for (int round = 0; round < 1500; ++round) {
       const v1::ApplyRequest req = gen.batch(state->config);
       Batch incremental(*state, index, req.changes());
@@ -162,9 +165,24 @@ TEST(ConfigIndex, RandomBatchesAreJudgedLikeFullValidation) {
         continue;
       }
       ++accepted;
-      ASSERT_EQ(config::validate(incremental.candidate()), std::nullopt);
-      auto next = incremental.next(state->generation + 1);
+      std::shared_ptr<AgentState> next;
+      if (spare) {
+        // Brought up to date, the spare equals the running state, rule order included.
+        apply_changeset(behind, *spare);
+        ASSERT_TRUE(spare->config == state->config) << "seed " << seed << " round " << round;
+        ASSERT_EQ(spare->steering_index->position, state->steering_index->position);
+        next = std::move(spare);
+      } else {
+        next = copy_state(*state);
+      }
+      apply_changeset(incremental.changeset(), *next);
+      ASSERT_EQ(config::validate(next->config), std::nullopt);
+      for (size_t k = 0; k < next->config.steering.size(); ++k)
+        ASSERT_EQ(next->steering_index->position.at(next->config.steering[k].id), k);
+      next->generation = state->generation + 1;
       index.commit(incremental.delta());
+      behind = incremental.take_changeset();
+      spare = std::move(state);
       state = std::move(next);
     }
     // The index after all those commits describes the same configuration as one built
@@ -197,7 +215,8 @@ TEST(ConfigIndex, CrossObjectRefusalsNameTheSameNode) {
     setup.add_changes()->mutable_upsert_local_sid()->set_sid("fc00:0:1::d4");
     Batch b(*state, index, setup.changes());
     ASSERT_EQ(b.run(), std::nullopt);
-    auto next = b.next(1);
+    auto next = copy_state(*state);
+    apply_changeset(b.changeset(), *next);
     index.commit(b.delta());
     state = std::move(next);
   }

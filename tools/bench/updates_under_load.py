@@ -218,12 +218,12 @@ class Daemon:
     def apply_phases(self, generation):
         """validate/data plane/persist ms of one generation, from the agent's log line."""
         pat = re.compile(rf"agent: generation {generation} from .*\(validate ([\d.]+) ms, "
-                         r"data plane ([\d.]+) ms, persist ([\d.]+) ms\)")
+                         r"edit ([\d.]+) ms, data plane ([\d.]+) ms, persist ([\d.]+) ms\)")
         for line in self.log:
             m = pat.search(line)
             if m:
-                return {"validate_ms": float(m.group(1)), "data_plane_ms": float(m.group(2)),
-                        "persist_ms": float(m.group(3))}
+                return {"validate_ms": float(m.group(1)), "edit_ms": float(m.group(2)),
+                        "data_plane_ms": float(m.group(3)), "persist_ms": float(m.group(4))}
         return None
 
 
@@ -305,7 +305,8 @@ def main():
         results["big_apply"] = big
         print(f"(a) one Apply of {n} upserts ({len(req) / 1e6:.1f} MB): {dt * 1e3:.0f} ms, "
               f"{big['entries_per_s']:.0f} entries/s; agent: "
-              f"validate {big.get('validate_ms')} ms, data plane {big.get('data_plane_ms')} ms, "
+              f"validate {big.get('validate_ms')} ms, edit {big.get('edit_ms')} ms, "
+              f"data plane {big.get('data_plane_ms')} ms, "
               f"persist {big.get('persist_ms')} ms; {big['packets_during']} packets forwarded "
               f"meanwhile", flush=True)
 

@@ -33,6 +33,10 @@ struct App {
   std::vector<unsigned> worker_lcores;  // worker i runs on worker_lcores[i], serves queue i
   std::vector<WorkerArgs> worker_args;
   uint64_t start_tsc = 0;
+  // Pool usage once the ports are up (RX rings filled) and before any worker runs: the
+  // baseline a leak-free gateway returns to when traffic stops. Written by main before the
+  // workers launch, read-only afterwards (telemetry thread, final report).
+  std::vector<Pools::Usage> pools_at_start;
 
   // Serialises the Gateway's control-side calls (reclaim, path_stats, running_config) between
   // the main lcore and the telemetry thread; never taken by workers.

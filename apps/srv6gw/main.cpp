@@ -449,6 +449,7 @@ int run(int argc, char** argv) {
       app.start_tsc = rte_rdtsc();
       {
         std::lock_guard lock(app.control_mutex);
+        app.pools_at_start = app.pools.usage();
         app.running = true;
       }
       launch_workers(app);

@@ -104,6 +104,18 @@ rte_mempool* Pools::headers_for(int socket) const {
   return by_socket.empty() ? nullptr : by_socket.front().headers;
 }
 
+std::vector<Pools::Usage> Pools::usage() const {
+  std::vector<Usage> out;
+  for (const bool headers : {false, true}) {
+    for (const auto& p : by_socket) {
+      const rte_mempool* mp = headers ? p.headers : p.packets;
+      if (mp == nullptr) continue;
+      out.push_back(Usage{mp->name, mp->size, rte_mempool_in_use_count(mp)});
+    }
+  }
+  return out;
+}
+
 void Pools::free_all() {
   for (auto& p : by_socket) {
     rte_mempool_free(p.packets);

@@ -55,6 +55,14 @@ struct Pools {
   };
   std::vector<OnSocket> by_socket;
   rte_mempool* packets_for(int socket) const;
+  // mbufs taken out of each pool (packet pools, then header pools, socket by socket):
+  // RX descriptor rings, TX rings, packets in flight. Per-lcore caches count as free.
+  struct Usage {
+    std::string name;
+    unsigned size = 0;
+    unsigned in_use = 0;
+  };
+  std::vector<Usage> usage() const;
   rte_mempool* headers_for(int socket) const;
   void free_all();
 };

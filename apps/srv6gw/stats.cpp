@@ -69,6 +69,7 @@ Snapshot take_snapshot(App& app) {
     snap->mac = setup->mac;
     rte_eth_stats_get(setup->port_id, &snap->eth);
   }
+  s.pools = app.pools.usage();
   return s;
 }
 
@@ -209,6 +210,10 @@ std::string final_report(const App& app, const Snapshot& s,
     if (t.decap_status[i])
       out(fmt::format("  decap {:<27} {:>12}", srv6::to_string(srv6::DecapStatus(i)),
                       t.decap_status[i]));
+  for (size_t i = 0; i < s.pools.size(); ++i)
+    out(fmt::format("mempool {}: {} of {} mbufs in use ({} when the workers started)",
+                    s.pools[i].name, s.pools[i].in_use, s.pools[i].size,
+                    i < app.pools_at_start.size() ? app.pools_at_start[i].in_use : 0));
   return r;
 }
 
@@ -271,6 +276,15 @@ std::string final_json(const App& app, const Snapshot& s,
   for (size_t i = 0; i < s.workers.size(); ++i) {
     if (i) j += ',';
     j += counters_json(s.workers[i]);
+  }
+  // mbufs out of each pool now and when the workers started: equal once traffic has stopped,
+  // unless the data path leaks (tests/integration/test_malformed_corpus.py, tools/soak.py).
+  j += "],\"mempools\":[";
+  for (size_t i = 0; i < s.pools.size(); ++i) {
+    const auto& p = s.pools[i];
+    j += fmt::format("{}{{\"name\":\"{}\",\"size\":{},\"in_use\":{},\"in_use_at_start\":{}}}",
+                     i ? "," : "", json_escape(p.name), p.size, p.in_use,
+                     i < app.pools_at_start.size() ? app.pools_at_start[i].in_use : 0);
   }
   j += "],\"paths\":[";
   for (size_t i = 0; i < paths.size(); ++i) {

@@ -12,6 +12,7 @@
 #include "dataplane/counters.hpp"
 #include "dataplane/pipeline.hpp"
 #include "net/addr.hpp"
+#include "ports.hpp"
 
 namespace srv6gw::app {
 
@@ -29,6 +30,7 @@ struct Snapshot {
   dataplane::WorkerCounters total;
   std::vector<dataplane::WorkerCounters> workers;
   PortSnapshot host, fabric;
+  std::vector<Pools::Usage> pools;  // same order as App::pools_at_start
 };
 
 // Adds every counter of `from` to `into`.

@@ -106,6 +106,12 @@ int cmd_stats(const char*, const char*, rte_tel_data* d) {
     add_counters(d, s.total);
     rte_tel_data_add_dict_u64(d, "workers", s.workers.size());
     rte_tel_data_add_dict_u64(d, "uptime_ms", (s.tsc - app.start_tsc) * 1000 / rte_get_tsc_hz());
+    // mbufs out of all pools, now and when the workers started (leak check once idle).
+    uint64_t in_use = 0, at_start = 0;
+    for (const auto& p : s.pools) in_use += p.in_use;
+    for (const auto& p : app.pools_at_start) at_start += p.in_use;
+    rte_tel_data_add_dict_u64(d, "mbufs_in_use", in_use);
+    rte_tel_data_add_dict_u64(d, "mbufs_in_use_at_start", at_start);
     add_container(d, "drops", by_name<DropReason>(s.total.drops, [](DropReason r) {
                     return dataplane::to_string(r);
                   }));

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <numeric>
 #include <sstream>
+#include <thread>
 
 #include "agent/convert.hpp"
 #include "grpc/health/v1/health.pb.h"
@@ -313,6 +314,36 @@ struct Agent::Impl final : public v1::Gateway::Service {
   std::mutex apply_mutex;  // one Apply at a time (gRPC threads)
   mutable std::mutex state_mutex;
   std::shared_ptr<const AgentState> current;  // guarded by state_mutex
+  // Relations between the objects of `current` for incremental validation. Read and
+  // written only by Apply, under apply_mutex.
+  ConfigIndex index;
+  // Apply only (apply_mutex): the state published before `current` (readers may still hold
+  // it) and the changes that turn it into `current`. The next Apply brings it up to date and
+  // edits it into the next state, so that no Apply copies the whole configuration. Null when
+  // there is none (start, or after a failed Apply left it half-edited).
+  std::shared_ptr<AgentState> spare;
+  Changeset spare_behind;
+  std::shared_ptr<AgentState> current_mutable;  // == current, writable for the next swap
+
+  // A state equal to `base` that nobody reads, to edit into the next one: the spare brought
+  // up to date (O(last batch)) once its last readers are gone, else a copy (O(size)).
+  std::shared_ptr<AgentState> take_spare(const std::shared_ptr<const AgentState>& base) {
+    if (spare) {
+      // Readers hold a state for one call (a List page, a Get): wait for them a little.
+      for (int i = 0; i < 2000 && spare.use_count() > 1; ++i)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      if (spare.use_count() == 1) {
+        auto s = std::move(spare);
+        apply_changeset(spare_behind, *s);
+        spare_behind = Changeset{};
+        s->generation = base->generation;
+        return s;
+      }
+      spdlog::info("agent: the previous state is still being read; copying the running one");
+      spare.reset();
+    }
+    return copy_state(*base);
+  }
   std::unique_ptr<grpc::Server> server;
   std::string address;
   std::string socket_path;  // unix listener, "" for TCP
@@ -355,7 +386,7 @@ struct Agent::Impl final : public v1::Gateway::Service {
     if (req->changes_size() == 0) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "changes: the batch is empty");
     }
-    Batch batch(*base, req->changes());
+    Batch batch(*base, index, req->changes());
     if (auto e = batch.run()) {
       spdlog::warn("agent: {}refused a batch of {} changes from {}: {}",
                    req->dry_run() ? "dry run " : "", req->changes_size(), ctx->peer(), e->message);
@@ -373,21 +404,26 @@ struct Agent::Impl final : public v1::Gateway::Service {
       return grpc::Status::OK;
     }
 
+    const auto t_edit = Clock::now();
+    std::shared_ptr<AgentState> next = take_spare(base);
+    apply_changeset(batch.changeset(), *next);
+    const double edit_ms = ms_since(t_edit);
+
     const auto t1 = Clock::now();
-    if (auto e = sink.apply(batch.candidate())) {
+    if (auto e = sink.apply(next->config)) {
       const std::string msg = "data plane refused: " + batch.describe(*e);
       spdlog::warn("agent: batch from {} {}", ctx->peer(), msg);
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);  // `next` is dropped
     }
     const double sink_ms = ms_since(t1);
     const uint64_t generation = base->generation + 1;
+    next->generation = generation;
 
     const auto t2 = Clock::now();
     StateExtras next_extras = extras;
-    next_extras.paths_down = paths_still_configured(extras.paths_down, batch.candidate());
+    next_extras.paths_down = paths_still_configured(extras.paths_down, next->config);
     if (!options.state_path.empty()) {
-      if (auto why =
-              write_state_file(options.state_path, batch.candidate(), generation, next_extras);
+      if (auto why = write_state_file(options.state_path, next->config, generation, next_extras);
           !why.empty()) {
         spdlog::error("agent: cannot persist generation {}: {}; rolling back", generation, why);
         if (auto e = sink.apply(base->config)) {
@@ -404,7 +440,11 @@ struct Agent::Impl final : public v1::Gateway::Service {
     const double persist_ms = ms_since(t2);
     extras = std::move(next_extras);
 
-    publish(batch.next(generation));
+    index.commit(batch.delta());  // before `base` can be edited: delta() points into it
+    spare = std::move(current_mutable);
+    spare_behind = batch.take_changeset();
+    current_mutable = next;
+    publish(std::move(next));
     bus.set_generation(generation);
     Event ev;
     ev.kind = EventKind::config_applied;
@@ -415,9 +455,9 @@ struct Agent::Impl final : public v1::Gateway::Service {
     const ChangeCounts& c = batch.counts();
     spdlog::info(
         "agent: generation {} from {}: policies +{} -{}, steering +{} -{}, local SIDs +{} -{} "
-        "(validate {:.1f} ms, data plane {:.1f} ms, persist {:.1f} ms)",
+        "(validate {:.1f} ms, edit {:.1f} ms, data plane {:.1f} ms, persist {:.1f} ms)",
         generation, ctx->peer(), c.policies_upserted, c.policies_deleted, c.steering_upserted,
-        c.steering_deleted, c.local_sids_upserted, c.local_sids_deleted, batch_ms, sink_ms,
+        c.steering_deleted, c.local_sids_upserted, c.local_sids_deleted, batch_ms, edit_ms, sink_ms,
         persist_ms);
     resp->set_generation(generation);
     return grpc::Status::OK;
@@ -748,7 +788,16 @@ struct Agent::Impl final : public v1::Gateway::Service {
     }
     extras = std::move(next_extras);
     engine_params_from_agent.store(true);
-    publish(make_state(std::move(candidate), generation));
+    // The new state replaces the whole configuration object, so Apply's spare (an older
+    // copy it would bring up to date with policy changes only) and the index (pointers into
+    // the replaced object) are rebuilt from it: otherwise the next Apply would edit the spare
+    // and silently revert these parameters.
+    auto next = make_state(std::move(candidate), generation);
+    spare.reset();
+    spare_behind = Changeset{};
+    current_mutable = next;
+    index = ConfigIndex(current_mutable->config);
+    publish(std::move(next));
     bus.set_generation(generation);
     Event ev;
     ev.kind = EventKind::config_applied;
@@ -813,7 +862,9 @@ std::unique_ptr<Agent> Agent::start(const AgentOptions& options, StateSink& sink
     return nullptr;
   }
   auto impl = std::make_unique<Impl>(options, sink);
-  impl->current = make_state(running, generation);
+  impl->current_mutable = make_state(running, generation);
+  impl->current = impl->current_mutable;
+  impl->index = ConfigIndex(impl->current->config);
   impl->extras = extras;
   impl->engine_params_from_agent.store(extras.engine_params_from_agent);
   impl->bus.set_generation(generation);

@@ -12,6 +12,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <google/protobuf/struct.pb.h>
@@ -219,10 +220,6 @@ bool set_aside(const std::string& path, const char* why, std::string& moved_to) 
 
 std::string write_state_file(const std::string& path, const config::GatewayConfig& cfg,
                              uint64_t generation, const StateExtras& extras) {
-  std::string config_json = config::to_json(cfg);
-  while (!config_json.empty() && (config_json.back() == '\n' || config_json.back() == ' ')) {
-    config_json.pop_back();
-  }
   const std::string head = "{\n  \"format\": \"" + std::string(kFormat) +
                            "\",\n  \"generation\": " + std::to_string(generation) +
                            ",\n  \"written-at\": \"" + utc_time("%Y-%m-%dT%H:%M:%SZ") +
@@ -247,7 +244,13 @@ std::string write_state_file(const std::string& path, const config::GatewayConfi
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
   if (fd < 0) return errno_text("cannot create", tmp);
-  if (!write_all(fd, head) || !write_all(fd, config_json) || !write_all(fd, tail)) {
+  // Streamed in ~1 MB pieces as the configuration is written out (never held whole: a
+  // million rules are ~100 MB of JSON), compact, and fsync'ed once at the end.
+  const std::function<bool(std::string_view)> out = [fd](std::string_view piece) {
+    return write_all(fd, piece);
+  };
+  if (!write_all(fd, head) || !config::write_json(cfg, out, /*compact=*/true) ||
+      !write_all(fd, tail)) {
     const std::string e = errno_text("cannot write", tmp);
     ::close(fd);
     ::unlink(tmp.c_str());

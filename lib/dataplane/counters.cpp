@@ -23,6 +23,8 @@ const char* to_string(DropReason r) {
       return "header_alloc_failed";
     case DropReason::tx_full:
       return "tx_full";
+    case DropReason::oversize:
+      return "oversize";
     case DropReason::count_:
       break;
   }

@@ -24,6 +24,7 @@ enum class DropReason : uint8_t {
   no_headroom,          // could not prepend the encap header (and no chained segment possible)
   header_alloc_failed,  // chained header mbuf could not be allocated
   tx_full,              // the TX queue refused the packet
+  oversize,             // frame in more than one mbuf segment (beyond the port MTU): not parsed
   count_
 };
 const char* to_string(DropReason r);

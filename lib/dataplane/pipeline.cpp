@@ -55,6 +55,10 @@ constexpr bool is_pass_through(net::ParseStatus s) {
   }
 }
 
+// Stage-1 status of a host frame that arrived in more than one mbuf segment: not a parser
+// outcome (never counted in parse_status), dropped as DropReason::oversize.
+constexpr net::ParseStatus kChainedFrame = net::ParseStatus::count_;
+
 inline void drop(WorkerCounters& c, rte_mbuf* m, DropReason r) {
   ++c.drops[size_t(r)];
   rte_pktmbuf_free(m);
@@ -253,6 +257,13 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
       rte_mbuf* m = chunk[i];
       ++c.rx_host;
       c.rx_host_bytes += m->pkt_len;
+      if (unlikely(m->nb_segs != 1)) {
+        // Larger than one segment: ports do not enable scattered RX (the data room holds the
+        // MTU), but vdevs such as net_pcap chain what a NIC would drop at its MTU. Headers
+        // are only read from the first segment, so such frames are never parsed.
+        status[i] = kChainedFrame;
+        continue;
+      }
       const net::ParseStatus st = net::parse_frame(first_segment(m), info[i]);
       status[i] = st;
       ++c.parse_status[size_t(st)];
@@ -287,7 +298,7 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
           drop(c, m, DropReason::non_roce_dropped);
         }
       } else {
-        drop(c, m, DropReason::malformed);
+        drop(c, m, unlikely(st == kChainedFrame) ? DropReason::oversize : DropReason::malformed);
       }
     }
   }
@@ -320,6 +331,10 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
     rte_mbuf* m = pkts[i];
     ++c.rx_fabric;
     c.rx_fabric_bytes += m->pkt_len;
+    if (unlikely(m->nb_segs != 1)) {  // beyond the MTU: see process_host_burst
+      drop(c, m, DropReason::oversize);
+      continue;
+    }
     uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
     const uint16_t len = m->data_len;
 

@@ -30,8 +30,9 @@ inline constexpr uint32_t kAnyQp = 0xFFFFFFFFu;  // DestQP is 24 bits: never a r
 // rte_hash key of levels 1 and 2. Every byte is defined (zero padding) so memcmp and the
 // CRC hash see equal keys as equal. 32 bytes rather than the 24 it needs: rte_hash compares
 // 32-byte keys with its vector compare (KEY_32_BYTES) instead of calling libc memcmp, and
-// its CRC hash reads whole 8-byte words either way.
-struct ExactKey {
+// its CRC hash reads whole 8-byte words either way, through a uint64_t pointer: alignas(8)
+// makes those loads aligned (UBSan checks them; no suppression is needed).
+struct alignas(8) ExactKey {
   uint8_t family = 0;
   uint8_t dscp = kAnyDscp;
   uint8_t zero[2] = {0, 0};
@@ -39,7 +40,7 @@ struct ExactKey {
   uint8_t addr[16] = {};
   uint8_t pad[8] = {};
 };
-static_assert(sizeof(ExactKey) == 32);
+static_assert(sizeof(ExactKey) == 32 && alignof(ExactKey) == 8);
 
 // Writes family, DSCP and QP (the first 8 bytes) with one 8-byte store: the hash then reads
 // them back through store forwarding instead of stalling on four narrow stores.

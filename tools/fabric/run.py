@@ -1,0 +1,239 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Scenarios on the emulated leaf-spine fabric (fabric_lib.py, docs/fabric.md).
+#
+#   run.py degraded  [--quick] [--out DIR]   (a) one spine uplink's rate cut: per-flow hashing
+#                                                without the engine vs the engine + reflection
+#   run.py modes     [--quick] [--out DIR]   (c) packet spraying vs flow vs flowlet, symmetric
+#   run.py all       [--out DIR]             both, then the plots (gnuplot) and results.json
+#
+# Every run prints one line per phase and writes DIR/<scenario>.json (+ .dat series and PNGs
+# with `all` or --plot). Needs root; exits 77 where the machine cannot build the fabric.
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fabric_lib as fl  # noqa: E402
+
+log = fl.log
+
+# Spine 1 carries the most flows of the 16 QPs under per-flow hashing (half of them): the
+# link whose degradation hurts static hashing most.
+DEGRADED_SPINE = 1
+
+# The local SR engine's defaults are tuned for RNICs that answer CE within microseconds. Here
+# CNPs come back within milliseconds (kernel forwarding, veth, a user-space receiver on a
+# shared 2-core machine), so the controller sets the engine to that time scale: a 1 ms
+# scoring interval, exclusion at one CNP per interval on average, hold-downs of 200 ms
+# backing off to 5 s, and recovery steps every 50 ms.
+ENGINE_PARAMS = {"interval-us": 1000, "exclude-threshold": "1.0", "readmit-threshold": "0.05",
+                 "decrease-gap-us": 2000, "hold-down-us": 200000, "max-hold-down-us": 5000000,
+                 "recovery-period-us": 50000}
+
+
+def run_phases(fab, phases, rate_mbit, qps, seed):
+    """Runs traffic through `phases` [(name, seconds, action)] back to back: `action(fab)` is
+    applied at the phase's start. Returns per-phase metrics and the time series."""
+    total = sum(p[1] for p in phases)
+    rx = fl.Receiver(fab)
+    sampler = fl.UplinkSampler(fab)
+    # The generator runs until stopped: the phase schedule, not its duration, ends the run.
+    gen = fab.start_generator(rate_mbit, total + 600, qps=qps, seed=seed)
+    rx.wait_traffic(timeout=30)  # the first phase starts with traffic flowing
+    time.sleep(0.5)
+    marks = []
+    t, up = time.monotonic(), fab.uplink_counters()
+    paths0, drops0 = fab.path_packets("A"), fab.uplink_drops()
+    boundaries = []
+    for name, seconds, action in phases:
+        if action:
+            action(fab)
+        marks.append((name, t - rx.t0))
+        time.sleep(max(0.0, t + seconds - time.monotonic()))
+        t2, up2 = time.monotonic(), fab.uplink_counters()
+        paths1, drops1 = fab.path_packets("A"), fab.uplink_drops()
+        boundaries.append((name, t, t2, up, up2,
+                           {p: paths1.get(p, 0) - paths0.get(p, 0) for p in paths1},
+                           {i: drops1.get(i, 0) - drops0.get(i, 0) for i in drops1},
+                           dict(fab.link_mbit)))
+        t, up, paths0, drops0 = t2, up2, paths1, drops1
+    gen_report = fab.stop_generator(gen)
+    time.sleep(0.3)  # the sink's last bins
+    rx.stop()
+    sampler.stop()
+    bins = rx.bins()
+    results = []
+    for name, t1, t2, u1, u2, gw_paths, drops, links in boundaries:
+        m = fl.window_metrics(bins, t1, t2)
+        m.update(fl.share_metrics(u1, u2))
+        m.update({"phase": name, "gateway_path_packets": gw_paths, "uplink_drops": drops,
+                  "link_mbit": links})
+        results.append(m)
+        log(f"  {name:>10}: goodput {m['goodput_mbit']:7.2f} Mbit/s, CE {m['ce_fraction']:.3f}, "
+            f"loss {m['loss_fraction']:.3f}, late {m['late_fraction']:.4f}, CNPs {m['cnps']}, "
+            f"uplink shares {fmt_shares(m['uplink_shares'])}, drops {m['uplink_drops']}")
+    series = {"receiver_bins": [(b[0] - rx.t0,) + b[1:] for b in bins], "bin_s": rx.bin_s,
+              "uplink_rates": sampler.rates(), "sampler_t0_offset": sampler.t0 - rx.t0,
+              "marks": marks}
+    return results, series, gen_report
+
+
+def fmt_shares(s):
+    return "{" + ", ".join(f"S{i}: {v:.3f}" for i, v in sorted(s.items())) + "}"
+
+
+def scenario_degraded(work, quick=False):
+    """(a) Spine 2's uplink drops from `link` to `degraded` Mbit/s while hA sends a fixed
+    load over three spines in flow mode. Variant 'hash': the engine is off (static per-flow
+    hashing, what ECMP does); variant 'engine': the local SR engine with reflection."""
+    link, degraded, load, qps = 20.0, 4.0, 24.0, 16
+    healthy_s, degraded_s = (3, 5) if quick else (5, 10)
+    out = {"params": {"spines": 3, "link_mbit": link, "degraded_mbit": degraded,
+                      "load_mbit": load, "qps": qps, "frame": 1024, "healthy_s": healthy_s,
+                      "degraded_s": degraded_s}, "variants": {}}
+    fab = fl.Fabric(work, spines=3, link_mbit=link)
+    try:
+        for variant, engine in (("hash", False), ("engine", True)):
+            log(f"scenario a, {variant}: engine {'on (reflection)' if engine else 'off'}")
+            fab.shape(DEGRADED_SPINE, link)
+            fab.precompile(degraded)
+            fab.start_gateways(engine=engine, reflect=True, engine_params=ENGINE_PARAMS)
+            fab.push_policies(mode="flow")
+            phases = [("healthy", healthy_s, None),
+                      ("degraded", degraded_s, lambda f: f.shape(DEGRADED_SPINE, degraded))]
+            results, series, gen = run_phases(fab, phases, load, qps, seed=7)
+            stats = fab.stop_gateways()
+            eng = stats.get("A", {}).get("engine", {})
+            out["variants"][variant] = {"phases": results, "series": series, "generator": gen,
+                                        "engine_A": {k: eng.get(k) for k in (
+                                            "decisions", "publications", "cnp_reflected",
+                                            "cnp_fallback", "last_reaction_ns",
+                                            "max_reaction_ns")},
+                                        "reflected_by_B": stats.get("B", {}).get(
+                                            "engine", {}).get("cnp_sent_reflected")}
+            log(f"  generator: {gen['sent_packets']} frames, {gen['achieved_mbps']:.2f} Mbit/s; "
+                f"A's engine: {out['variants'][variant]['engine_A']}")
+    finally:
+        fab.cleanup()
+    return out
+
+
+def scenario_modes(work, quick=False):
+    """(c) Symmetric fabric (three spines, equal rates), a load near 75% of the capacity
+    over few QPs: per-packet spraying vs per-flow hashing vs flowlets."""
+    link, load, qps = 20.0, 45.0, 8
+    seconds = 4 if quick else 8
+    out = {"params": {"spines": 3, "link_mbit": link, "load_mbit": load, "qps": qps,
+                      "frame": 1024, "seconds": seconds, "flowlet_gap_us": 500},
+           "variants": {}}
+    fab = fl.Fabric(work, spines=3, link_mbit=link)
+    try:
+        fab.start_gateways(engine=False)
+        for variant, mode, gap in (("packet", "packet", None), ("flow", "flow", None),
+                                   ("flowlet", "flowlet", 500)):
+            log(f"scenario c, {variant}")
+            fab.push_policies(mode=mode, flowlet_gap_us=gap)
+            results, series, gen = run_phases(fab, [(variant, seconds, None)], load, qps,
+                                              seed=11)
+            out["variants"][variant] = {"phases": results, "series": series, "generator": gen}
+        fab.stop_gateways()
+    finally:
+        fab.cleanup()
+    return out
+
+
+def write_plots(out_dir, results):
+    """gnuplot PNGs: (a) goodput over time for both variants and per-uplink rates with the
+    engine; (c) goodput, loss and reordering per mode."""
+    if "degraded" in results:
+        r = results["degraded"]
+        for variant, v in r["variants"].items():
+            s = v["series"]
+            t_deg = dict(s["marks"]).get("degraded", 0)
+            with open(os.path.join(out_dir, f"degraded-{variant}-goodput.dat"), "w") as f:
+                f.write("# t_since_degradation_s goodput_mbit ce_fraction\n")
+                for b in s["receiver_bins"]:
+                    t = b[0] - s["bin_s"] / 2 - t_deg
+                    f.write(f"{t:.3f} {b[2] * 8 / s['bin_s'] / 1e6:.3f} "
+                            f"{b[3] / b[1] if b[1] else 0:.4f}\n")
+            with open(os.path.join(out_dir, f"degraded-{variant}-uplinks.dat"), "w") as f:
+                f.write("# t_since_degradation_s S1_mbit S2_mbit S3_mbit\n")
+                for t, rates in s["uplink_rates"]:
+                    tt = t + s["sampler_t0_offset"] - t_deg
+                    f.write(f"{tt:.3f} " + " ".join(f"{rates[i]:.3f}"
+                                                     for i in sorted(rates)) + "\n")
+        gp = f"""
+set terminal pngcairo size 1000,700 font ',10'
+set output '{out_dir}/degraded.png'
+set multiplot layout 2,1 title "Scenario (a): spine 1 uplink cut from 20 to 4 Mbit/s at t=0 (load 24 Mbit/s, 16 QPs, flow mode)"
+set grid
+set xlabel 'seconds since the degradation'
+set ylabel 'goodput at host B (Mbit/s)'
+set yrange [0:*]
+plot '{out_dir}/degraded-hash-goodput.dat' u 1:2 w l lw 2 t 'per-flow hashing, engine off', \\
+     '{out_dir}/degraded-engine-goodput.dat' u 1:2 w l lw 2 t 'engine + reflection'
+set ylabel 'L1 uplink rate (Mbit/s)'
+plot '{out_dir}/degraded-hash-uplinks.dat' u 1:3 w l dt 2 lw 2 t 'S2, engine off', \\
+     '{out_dir}/degraded-engine-uplinks.dat' u 1:2 w l lw 2 t 'S1, engine', \\
+     '{out_dir}/degraded-engine-uplinks.dat' u 1:3 w l lw 2 t 'S2, engine', \\
+     '{out_dir}/degraded-engine-uplinks.dat' u 1:4 w l lw 2 t 'S3, engine'
+unset multiplot
+"""
+        subprocess.run(["gnuplot"], input=gp, text=True, check=True)
+    if "modes" in results:
+        r = results["modes"]
+        with open(os.path.join(out_dir, "modes.dat"), "w") as f:
+            f.write("# mode goodput_mbit loss_pct late_pct ce_pct\n")
+            for variant, v in r["variants"].items():
+                m = v["phases"][0]
+                f.write(f"{variant} {m['goodput_mbit']} {m['loss_fraction'] * 100:.3f} "
+                        f"{m['late_fraction'] * 100:.3f} {m['ce_fraction'] * 100:.3f}\n")
+        gp = f"""
+set terminal pngcairo size 1000,450 font ',10'
+set output '{out_dir}/modes.png'
+set multiplot layout 1,2 title 'Scenario (c): symmetric fabric, 3 x 20 Mbit/s, load 45 Mbit/s over 8 QPs'
+set style data histograms
+set style fill solid 0.8
+set grid y
+set ylabel 'goodput (Mbit/s)'
+set yrange [0:*]
+plot '{out_dir}/modes.dat' u 2:xtic(1) t 'goodput'
+set ylabel 'percent of packets'
+plot '{out_dir}/modes.dat' u 3:xtic(1) t 'lost', '' u 4 t 'reordered (late PSN)', '' u 5 t 'CE'
+unset multiplot
+"""
+        subprocess.run(["gnuplot"], input=gp, text=True, check=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("scenario", choices=["degraded", "modes", "all"])
+    ap.add_argument("--quick", action="store_true", help="shorter phases")
+    ap.add_argument("--out", default=None, help="directory for JSON, .dat and PNG files")
+    ap.add_argument("--plot", action="store_true")
+    args = ap.parse_args()
+    fl.require_tools()
+    work = tempfile.mkdtemp(prefix="srv6gw-fabric-")
+    out_dir = os.path.abspath(args.out or work)
+    os.makedirs(out_dir, exist_ok=True)
+    results = {}
+    if args.scenario in ("degraded", "all"):
+        results["degraded"] = scenario_degraded(work, args.quick)
+    if args.scenario in ("modes", "all"):
+        results["modes"] = scenario_modes(work, args.quick)
+    for name, r in results.items():
+        with open(os.path.join(out_dir, f"{name}.json"), "w") as f:
+            json.dump(r, f, indent=1)
+    if args.plot or args.scenario == "all":
+        write_plots(out_dir, results)
+    log(f"results in {out_dir}")
+
+
+if __name__ == "__main__":
+    fl.rl.main_wrapper(main)

@@ -76,12 +76,14 @@ int main(int argc, char** argv) {
   bool answer_ce = true;
   double cnp_gap_s = 50e-6;
   double bin_s = 0.1;
-  static const option kOptions[] = {
-      {"iface", required_argument, nullptr, 'i'}, {"out", required_argument, nullptr, 'o'},
-      {"gw-mac", required_argument, nullptr, 'g'}, {"no-cnp", no_argument, nullptr, 'n'},
-      {"cnp-gap-us", required_argument, nullptr, 'c'},
-      {"bin-ms", required_argument, nullptr, 'b'}, {"help", no_argument, nullptr, 'h'},
-      {nullptr, 0, nullptr, 0}};
+  static const option kOptions[] = {{"iface", required_argument, nullptr, 'i'},
+                                    {"out", required_argument, nullptr, 'o'},
+                                    {"gw-mac", required_argument, nullptr, 'g'},
+                                    {"no-cnp", no_argument, nullptr, 'n'},
+                                    {"cnp-gap-us", required_argument, nullptr, 'c'},
+                                    {"bin-ms", required_argument, nullptr, 'b'},
+                                    {"help", no_argument, nullptr, 'h'},
+                                    {nullptr, 0, nullptr, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "i:o:h", kOptions, nullptr)) != -1) {
     switch (c) {
@@ -215,13 +217,11 @@ int main(int argc, char** argv) {
       }
     }
     if (now >= bin_end) {
-      std::fprintf(out, "%.6f %llu %llu %llu %llu %llu %llu\n", bin_end,
-                   static_cast<unsigned long long>(bin.frames),
-                   static_cast<unsigned long long>(bin.bytes),
-                   static_cast<unsigned long long>(bin.ce),
-                   static_cast<unsigned long long>(bin.late),
-                   static_cast<unsigned long long>(bin.advance),
-                   static_cast<unsigned long long>(bin.cnps));
+      std::fprintf(
+          out, "%.6f %llu %llu %llu %llu %llu %llu\n", bin_end,
+          static_cast<unsigned long long>(bin.frames), static_cast<unsigned long long>(bin.bytes),
+          static_cast<unsigned long long>(bin.ce), static_cast<unsigned long long>(bin.late),
+          static_cast<unsigned long long>(bin.advance), static_cast<unsigned long long>(bin.cnps));
       std::fflush(out);
       bin = Bin{};
       bin_end += bin_s;

@@ -30,11 +30,12 @@ DEGRADED_SPINE = 1
 # The local SR engine's defaults are tuned for RNICs that answer CE within microseconds. Here
 # CNPs come back within milliseconds (kernel forwarding, veth, a user-space receiver on a
 # shared 2-core machine), so the controller sets the engine to that time scale: a 1 ms
-# scoring interval, exclusion at one CNP per interval on average, hold-downs of 200 ms
-# backing off to 5 s, and recovery steps every 50 ms.
+# scoring interval, exclusion at one CNP per interval on average, hold-downs of 1 s backing
+# off to 8 s (an excluded path is retried after its hold-down: a 400 KB queue on a 4 Mbit/s
+# link takes most of a second to drain), and recovery steps every 100 ms.
 ENGINE_PARAMS = {"interval-us": 1000, "exclude-threshold": "1.0", "readmit-threshold": "0.05",
-                 "decrease-gap-us": 2000, "hold-down-us": 200000, "max-hold-down-us": 5000000,
-                 "recovery-period-us": 50000}
+                 "decrease-gap-us": 2000, "hold-down-us": 1000000, "max-hold-down-us": 8000000,
+                 "recovery-period-us": 100000}
 
 
 def run_phases(fab, phases, rate_mbit, qps, seed):
@@ -72,12 +73,16 @@ def run_phases(fab, phases, rate_mbit, qps, seed):
     for name, t1, t2, u1, u2, gw_paths, drops, links in boundaries:
         m = fl.window_metrics(bins, t1, t2)
         m.update(fl.share_metrics(u1, u2))
+        total = sum(gw_paths.values())
         m.update({"phase": name, "gateway_path_packets": gw_paths, "uplink_drops": drops,
-                  "link_mbit": links})
+                  "link_mbit": links,
+                  "path_shares": {p: round(v / total, 4) if total else 0.0
+                                  for p, v in sorted(gw_paths.items())}})
         results.append(m)
         log(f"  {name:>10}: goodput {m['goodput_mbit']:7.2f} Mbit/s, CE {m['ce_fraction']:.3f}, "
             f"loss {m['loss_fraction']:.3f}, late {m['late_fraction']:.4f}, CNPs {m['cnps']}, "
-            f"uplink shares {fmt_shares(m['uplink_shares'])}, drops {m['uplink_drops']}")
+            f"gA path shares {fmt_shares(m['path_shares'])}, "
+            f"delivered by uplinks {fmt_shares(m['uplink_shares'])}, drops {m['uplink_drops']}")
     series = {"receiver_bins": [(b[0] - rx.t0,) + b[1:] for b in bins], "bin_s": rx.bin_s,
               "uplink_rates": sampler.rates(), "sampler_t0_offset": sampler.t0 - rx.t0,
               "marks": marks}
@@ -88,7 +93,7 @@ def fmt_shares(s):
     return "{" + ", ".join(f"S{i}: {v:.3f}" for i, v in sorted(s.items())) + "}"
 
 
-def scenario_degraded(work, quick=False):
+def scenario_degraded(work, quick=False, variants=("hash", "engine")):
     """(a) Spine 2's uplink drops from `link` to `degraded` Mbit/s while hA sends a fixed
     load over three spines in flow mode. Variant 'hash': the engine is off (static per-flow
     hashing, what ECMP does); variant 'engine': the local SR engine with reflection."""
@@ -99,7 +104,8 @@ def scenario_degraded(work, quick=False):
                       "degraded_s": degraded_s}, "variants": {}}
     fab = fl.Fabric(work, spines=3, link_mbit=link)
     try:
-        for variant, engine in (("hash", False), ("engine", True)):
+        for variant in variants:
+            engine = variant == "engine"
             log(f"scenario a, {variant}: engine {'on (reflection)' if engine else 'off'}")
             fab.shape(DEGRADED_SPINE, link)
             fab.precompile(degraded)

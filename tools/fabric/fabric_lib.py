@@ -159,23 +159,41 @@ class Fabric:
         self._addr("L2", "gw0", "fc00:ff:b::1")
         self._neigh("L2", "gw0", "fc00:ff:b::2", self.mac("gB", "fab0"))
         self.ip("L2", "-6 route add fc00:b::/48 via fc00:ff:b::2 dev gw0")
+        self._spine_macs = {}
         for i in range(1, self.spines + 1):
-            s = f"S{i}"
-            up, down = f"fc00:ff:1{i}::", f"fc00:ff:2{i}::"
-            self._addr("L1", f"up{i}", up + "1")
-            self._addr(s, "dn1", up + "2")
-            self._addr(s, "dn2", down + "1")
-            self._addr("L2", f"up{i}", down + "2")
-            self._neigh("L1", f"up{i}", up + "2", self.mac(s, "dn1"))
-            self._neigh(s, "dn1", up + "1", self.mac("L1", f"up{i}"))
-            self._neigh(s, "dn2", down + "2", self.mac("L2", f"up{i}"))
-            self._neigh("L2", f"up{i}", down + "1", self.mac(s, "dn2"))
-            self.ip("L1", f"-6 route add fc00:5:{i}::/48 via {up}2 dev up{i}")
-            self.ip("L2", f"-6 route add fc00:5:{i}::/48 via {down}1 dev up{i}")
-            self.ip(s, f"-6 route add {spine_sid(i)}/128 encap seg6local action End count dev dn1")
-            self.ip(s, f"-6 route add fc00:b::/48 via {down}2 dev dn2")
-            self.ip(s, f"-6 route add fc00:a::/48 via {up}1 dev dn1")
+            self._spine_macs[i] = self._configure_spine_links(i)
             self.shape(i, self.link_mbit[i])
+
+    def _configure_spine_links(self, i, macs=None):
+        """Addresses, neighbours and routes of spine i's two links (idempotent: a link that
+        went down lost them, and restoring it re-applies them). One `ip -batch` per
+        namespace: on a loaded machine a dozen separate ip calls take seconds."""
+        s = f"S{i}"
+        up, down = f"fc00:ff:1{i}::", f"fc00:ff:2{i}::"
+        if macs is None:
+            macs = {"S_dn1": self.mac(s, "dn1"), "S_dn2": self.mac(s, "dn2"),
+                    "L1_up": self.mac("L1", f"up{i}"), "L2_up": self.mac("L2", f"up{i}")}
+        batches = {
+            "L1": [f"addr replace {up}1/64 dev up{i} nodad",
+                   f"neigh replace {up}2 lladdr {macs['S_dn1']} dev up{i} nud permanent",
+                   f"route replace fc00:5:{i}::/48 via {up}2 dev up{i}"],
+            s: [f"addr replace {up}2/64 dev dn1 nodad",
+                f"addr replace {down}1/64 dev dn2 nodad",
+                f"neigh replace {up}1 lladdr {macs['L1_up']} dev dn1 nud permanent",
+                f"neigh replace {down}2 lladdr {macs['L2_up']} dev dn2 nud permanent",
+                f"route replace {spine_sid(i)}/128 encap seg6local action End count dev dn1",
+                f"route replace fc00:b::/48 via {down}2 dev dn2",
+                f"route replace fc00:a::/48 via {up}1 dev dn1"],
+            "L2": [f"addr replace {down}2/64 dev up{i} nodad",
+                   f"neigh replace {down}1 lladdr {macs['S_dn2']} dev up{i} nud permanent",
+                   f"route replace fc00:5:{i}::/48 via {down}1 dev up{i}"],
+        }
+        for role, lines in batches.items():
+            r = subprocess.run(["ip", "-6", "-n", self.ns[role], "-batch", "-"], input="\n".join(lines),
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                rl.fail(f"configuring spine {i} links in {role}: {r.stderr.strip()}")
+        return macs
 
     def _marker(self, rate_bps):
         obj = self._markers.get(rate_bps)
@@ -205,17 +223,23 @@ class Fabric:
             self.tc("L1", f"filter add dev {dev} egress pref 1 handle 1 bpf da "
                           f"obj {self._marker(rate_bps)} sec classifier")
         else:
-            self.tc("L1", f"class change dev {dev} parent 1: classid 1:10 htb rate {rate_bps}bit "
-                          f"ceil {rate_bps}bit burst 3000 cburst 3000")
+            # Marker first: loading it (BPF verifier) takes a while on a busy machine, the
+            # class change is instant. The other order would leave the old marker, blind to
+            # the new rate, in front of the slower shaper for that while.
             self.tc("L1", f"filter replace dev {dev} egress pref 1 handle 1 bpf da "
                           f"obj {self._marker(rate_bps)} sec classifier")
+            self.tc("L1", f"class change dev {dev} parent 1: classid 1:10 htb rate {rate_bps}bit "
+                          f"ceil {rate_bps}bit burst 3000 cburst 3000")
         self.link_mbit[i] = mbit
 
     def cut(self, i, down=True):
-        """Link cut between L1 and Si (both ends), for failover scenarios."""
+        """Link cut between L1 and Si (both ends down), or its restoration (both up, and
+        the addresses and routes the kernel removed with the link put back)."""
         state = "down" if down else "up"
         self.ip("L1", f"link set dev up{i} {state}")
         self.ip(f"S{i}", f"link set dev dn1 {state}")
+        if not down:
+            self._configure_spine_links(i, self._spine_macs[i])
 
     # -- counters ----------------------------------------------------------------------------
     def uplink_counters(self):
@@ -484,7 +508,8 @@ def window_metrics(bins, t_start, t_end):
         "received": frames,
         "ce_fraction": round(ce / frames, 4) if frames else 0.0,
         "late_fraction": round(late / frames, 5) if frames else 0.0,
-        "loss_fraction": round(max(0.0, 1 - (frames - late) / advance), 4) if advance else 0.0,
+        # A late frame was counted in the PSN advance when a later one overtook it.
+        "loss_fraction": round(max(0.0, 1 - frames / advance), 4) if advance else 0.0,
         "cnps": sum(b[6] for b in sel),
     }
 
@@ -497,9 +522,10 @@ def share_metrics(up_before, up_after):
 
 
 class UplinkSampler:
-    """Samples L1's uplink TX counters every `period_s` (a time series of per-path rates)."""
+    """Samples, every `period_s`, L1's uplink TX counters (what each spine link delivered)
+    and gA's per-path packet counters over gRPC (what the gateway sent on each path)."""
 
-    def __init__(self, fabric, period_s=0.1):
+    def __init__(self, fabric, period_s=0.2):
         self.fabric = fabric
         self.period_s = period_s
         self.samples = []
@@ -510,7 +536,12 @@ class UplinkSampler:
 
     def _run(self):
         while not self.stop_flag.is_set():
-            self.samples.append((time.monotonic() - self.t0, self.fabric.uplink_counters()))
+            try:
+                paths = self.fabric.path_packets("A")
+            except Exception:  # noqa: BLE001 - a missed sample is not a failure
+                paths = None
+            self.samples.append((time.monotonic() - self.t0, self.fabric.uplink_counters(),
+                                 paths))
             self.stop_flag.wait(self.period_s)
 
     def stop(self):
@@ -518,9 +549,10 @@ class UplinkSampler:
         self.thread.join()
 
     def rates(self):
-        """[(t, {i: Mbit/s})] between consecutive samples."""
+        """[(t, {i: uplink Mbit/s}, {path_id: gA packets/s})] between consecutive samples."""
         out = []
-        for (t0, c0), (t1, c1) in zip(self.samples, self.samples[1:]):
+        for (t0, c0, p0), (t1, c1, p1) in zip(self.samples, self.samples[1:]):
             dt = max(t1 - t0, 1e-9)
-            out.append((t1, {i: (c1[i][1] - c0[i][1]) * 8 / dt / 1e6 for i in c1}))
+            paths = {p: (p1[p] - p0.get(p, 0)) / dt for p in p1} if p0 and p1 else {}
+            out.append((t1, {i: (c1[i][1] - c0[i][1]) * 8 / dt / 1e6 for i in c1}, paths))
         return out

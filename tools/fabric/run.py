@@ -38,11 +38,11 @@ ENGINE_PARAMS = {"interval-us": 1000, "exclude-threshold": "1.0", "readmit-thres
                  "recovery-period-us": 100000}
 
 
-def run_phases(fab, phases, rate_mbit, qps, seed):
+def run_phases(fab, phases, rate_mbit, qps, seed, bin_ms=100):
     """Runs traffic through `phases` [(name, seconds, action)] back to back: `action(fab)` is
     applied at the phase's start. Returns per-phase metrics and the time series."""
     total = sum(p[1] for p in phases)
-    rx = fl.Receiver(fab)
+    rx = fl.Receiver(fab, bin_ms=bin_ms)
     sampler = fl.UplinkSampler(fab)
     # The generator runs until stopped: the phase schedule, not its duration, ends the run.
     gen = fab.start_generator(rate_mbit, total + 600, qps=qps, seed=seed)
@@ -55,7 +55,11 @@ def run_phases(fab, phases, rate_mbit, qps, seed):
     for name, seconds, action in phases:
         if action:
             action(fab)
-        marks.append((name, t - rx.t0))
+            # t = 0 of the phase is when the change is in force (tc and the BPF verifier
+            # take a noticeable time on a busy machine); the phase still ends on schedule.
+            marks.append((name, time.monotonic() - rx.t0))
+        else:
+            marks.append((name, t - rx.t0))
         time.sleep(max(0.0, t + seconds - time.monotonic()))
         t2, up2 = time.monotonic(), fab.uplink_counters()
         paths1, drops1 = fab.path_packets("A"), fab.uplink_drops()
@@ -123,11 +127,29 @@ def scenario_degraded(work, quick=False, variants=("hash", "engine")):
                                             "max_reaction_ns")},
                                         "reflected_by_B": stats.get("B", {}).get(
                                             "engine", {}).get("cnp_sent_reflected")}
+            out["variants"][variant]["reaction"] = reaction(series, results[0], results[1])
+            log(f"  reaction: {out['variants'][variant]['reaction']}")
             log(f"  generator: {gen['sent_packets']} frames, {gen['achieved_mbps']:.2f} Mbit/s; "
                 f"A's engine: {out['variants'][variant]['engine_A']}")
     finally:
         fab.cleanup()
     return out
+
+
+def reaction(series, healthy, degraded):
+    """From the 200 ms samples of gA's per-path counters: seconds from the degradation (in
+    force) to the first sample where gA sends less than half of its healthy rate on the
+    degraded path, and the share of that path after it."""
+    t_deg = dict(series["marks"]).get("degraded")
+    p = DEGRADED_SPINE
+    before = healthy["gateway_path_packets"].get(p, 0) / max(healthy["seconds"], 1e-9)
+    for t, _rates, paths in series["uplink_rates"]:
+        tt = t + series["sampler_t0_offset"] - t_deg
+        if 0 < tt <= degraded["seconds"] and paths and paths.get(p, 0) < 0.5 * before:
+            return {"path": p, "healthy_pps": round(before, 1),
+                    "seconds_to_half_rate": round(tt, 3), "sample_period_s": 0.2}
+    return {"path": p, "healthy_pps": round(before, 1), "seconds_to_half_rate": None,
+            "sample_period_s": 0.2}
 
 
 def scenario_modes(work, quick=False):
@@ -136,19 +158,114 @@ def scenario_modes(work, quick=False):
     link, load, qps = 20.0, 45.0, 8
     seconds = 4 if quick else 8
     out = {"params": {"spines": 3, "link_mbit": link, "load_mbit": load, "qps": qps,
-                      "frame": 1024, "seconds": seconds, "flowlet_gap_us": 500},
+                      "frame": 1024, "seconds": seconds, "flowlet_gaps_us": [500, 5000]},
            "variants": {}}
     fab = fl.Fabric(work, spines=3, link_mbit=link)
     try:
         fab.start_gateways(engine=False)
         for variant, mode, gap in (("packet", "packet", None), ("flow", "flow", None),
-                                   ("flowlet", "flowlet", 500)):
+                                   ("flowlet-0.5ms", "flowlet", 500),
+                                   ("flowlet-5ms", "flowlet", 5000)):
             log(f"scenario c, {variant}")
             fab.push_policies(mode=mode, flowlet_gap_us=gap)
             results, series, gen = run_phases(fab, [(variant, seconds, None)], load, qps,
                                               seed=11)
             out["variants"][variant] = {"phases": results, "series": series, "generator": gen}
         fab.stop_gateways()
+    finally:
+        fab.cleanup()
+    return out
+
+
+class LinkDownController:
+    """A central controller's reaction to a link-down event: it watches L1's links
+    (`ip monitor link`, netlink events) and takes the paths over that spine out of service
+    in gA with SetPathState (srv6gw-ctl path down), and back in when the link is up again. The baseline that probing (issue 6)
+    is measured against: it needs an event from the failed link's own router."""
+
+    def __init__(self, fab):
+        import threading
+        self.fab = fab
+        self.reacted = {}
+        self.restored = {}
+        self.p = subprocess.Popen(["ip", "-n", fab.ns["L1"], "monitor", "link"],
+                                  stdout=subprocess.PIPE, text=True)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        import re
+        for line in self.p.stdout:
+            for i in range(1, self.fab.spines + 1):
+                if not re.search(rf"\bup{i}(@\S+)?:", line):
+                    continue
+                if "state DOWN" in line and i not in self.reacted:
+                    t = time.monotonic()
+                    self.fab.ctl("A", ["path", "down", "toB", "--path-id", str(i)])
+                    self.reacted[i] = (t, time.monotonic())
+                elif "state UP" in line and i in self.reacted and i not in self.restored:
+                    t = time.monotonic()
+                    self.fab.ctl("A", ["path", "up", "toB", "--path-id", str(i)])
+                    self.restored[i] = (t, time.monotonic())
+
+    def stop(self):
+        self.p.terminate()
+        self.p.wait()
+        self.thread.join(timeout=5)
+
+
+# Probing (issue 6, branch probe) is not on main yet: when it lands, the probe settings for
+# gA (and the probe SID gB answers on) go here and the 'probe' variant runs.
+PROBE_CONFIG = None
+
+
+def scenario_cut(work, quick=False):
+    """(b) Spine 1's uplink is cut (both ends down) while hA sends 24 Mbit/s over three
+    spines; later restored. Variants: 'none' (engine only: a cut link produces no CE and no
+    CNP, its flows are black-holed), 'controller' (a controller reacting to the link-down
+    event with SetPathState), and 'probe' once probing is available."""
+    link, load, qps = 20.0, 24.0, 16
+    before_s, cut_s, after_s = (2, 3, 2) if quick else (3, 6, 4)
+    out = {"params": {"spines": 3, "link_mbit": link, "load_mbit": load, "qps": qps,
+                      "frame": 1024, "cut_spine": DEGRADED_SPINE, "bin_ms": 10},
+           "variants": {}}
+    variants = ["none", "controller"] + (["probe"] if PROBE_CONFIG else [])
+    fab = fl.Fabric(work, spines=3, link_mbit=link)
+    try:
+        for variant in variants:
+            log(f"scenario b, {variant}")
+            fab.cut(DEGRADED_SPINE, down=False)
+            fab.start_gateways(engine=True, engine_params=ENGINE_PARAMS)
+            fab.push_policies(mode="flow")
+            controller = LinkDownController(fab) if variant == "controller" else None
+            cut_at = []
+
+            def do_cut(f):
+                cut_at.append(time.monotonic())
+                f.cut(DEGRADED_SPINE)
+
+            phases = [("before", before_s, None), ("cut", cut_s, do_cut),
+                      ("restored", after_s, lambda f: f.cut(DEGRADED_SPINE, down=False))]
+            results, series, gen = run_phases(fab, phases, load, qps, seed=5, bin_ms=10)
+            if controller:
+                controller.stop()
+            fab.stop_gateways()
+            received = sum(b[1] for b in series["receiver_bins"])
+            healthy_pps = results[0]["path_shares"].get(DEGRADED_SPINE, 0) * gen["achieved_pps"]
+            lost = gen["sent_packets"] - received
+            v = {"phases": results, "series": series, "generator": gen,
+                 "lost_frames": lost, "path_pps_before": round(healthy_pps, 1),
+                 "blackhole_s_estimate": round(lost / healthy_pps, 3) if healthy_pps else None}
+            if controller and DEGRADED_SPINE in controller.reacted:
+                t_event, t_done = controller.reacted[DEGRADED_SPINE]
+                v["controller_event_after_cut_s"] = round(t_event - cut_at[0], 4)
+                v["controller_path_down_done_after_cut_s"] = round(t_done - cut_at[0], 4)
+            out["variants"][variant] = v
+            log(f"  lost {lost} of {gen['sent_packets']} frames; path {DEGRADED_SPINE} carried "
+                f"{healthy_pps:.0f} pps before: black hole ~{v['blackhole_s_estimate']} s; "
+                + (f"controller: event {v.get('controller_event_after_cut_s')} s, path down "
+                   f"in force {v.get('controller_path_down_done_after_cut_s')} s after the cut"
+                   if controller else ""))
     finally:
         fab.cleanup()
     return out
@@ -168,12 +285,14 @@ def write_plots(out_dir, results):
                     t = b[0] - s["bin_s"] / 2 - t_deg
                     f.write(f"{t:.3f} {b[2] * 8 / s['bin_s'] / 1e6:.3f} "
                             f"{b[3] / b[1] if b[1] else 0:.4f}\n")
-            with open(os.path.join(out_dir, f"degraded-{variant}-uplinks.dat"), "w") as f:
-                f.write("# t_since_degradation_s S1_mbit S2_mbit S3_mbit\n")
-                for t, rates in s["uplink_rates"]:
+            with open(os.path.join(out_dir, f"degraded-{variant}-paths.dat"), "w") as f:
+                f.write("# t_since_degradation_s uplink_S1..S3_mbit gA_path1..3_pps\n")
+                for t, rates, paths in s["uplink_rates"]:
+                    if not paths:
+                        continue
                     tt = t + s["sampler_t0_offset"] - t_deg
-                    f.write(f"{tt:.3f} " + " ".join(f"{rates[i]:.3f}"
-                                                     for i in sorted(rates)) + "\n")
+                    f.write(f"{tt:.3f} " + " ".join(f"{rates[i]:.3f}" for i in sorted(rates)) +
+                            " " + " ".join(f"{paths.get(p, 0):.1f}" for p in (1, 2, 3)) + "\n")
         gp = f"""
 set terminal pngcairo size 1000,700 font ',10'
 set output '{out_dir}/degraded.png'
@@ -184,12 +303,42 @@ set ylabel 'goodput at host B (Mbit/s)'
 set yrange [0:*]
 plot '{out_dir}/degraded-hash-goodput.dat' u 1:2 w l lw 2 t 'per-flow hashing, engine off', \\
      '{out_dir}/degraded-engine-goodput.dat' u 1:2 w l lw 2 t 'engine + reflection'
-set ylabel 'L1 uplink rate (Mbit/s)'
-plot '{out_dir}/degraded-hash-uplinks.dat' u 1:3 w l dt 2 lw 2 t 'S2, engine off', \\
-     '{out_dir}/degraded-engine-uplinks.dat' u 1:2 w l lw 2 t 'S1, engine', \\
-     '{out_dir}/degraded-engine-uplinks.dat' u 1:3 w l lw 2 t 'S2, engine', \\
-     '{out_dir}/degraded-engine-uplinks.dat' u 1:4 w l lw 2 t 'S3, engine'
+set ylabel 'gA sends on path (packets/s)'
+plot '{out_dir}/degraded-hash-paths.dat' u 1:5 w l dt 2 lw 2 t 'path 1 (S1), engine off', \\
+     '{out_dir}/degraded-engine-paths.dat' u 1:5 w l lw 2 t 'path 1 (S1), engine', \\
+     '{out_dir}/degraded-engine-paths.dat' u 1:6 w l lw 2 t 'path 2 (S2), engine', \\
+     '{out_dir}/degraded-engine-paths.dat' u 1:7 w l lw 2 t 'path 3 (S3), engine'
 unset multiplot
+"""
+        subprocess.run(["gnuplot"], input=gp, text=True, check=True)
+    if "cut" in results:
+        r = results["cut"]
+        plots = []
+        for variant, v in r["variants"].items():
+            s = v["series"]
+            marks = dict(s["marks"])
+            t_cut = marks["cut"]
+            path = os.path.join(out_dir, f"cut-{variant}.dat")
+            with open(path, "w") as f:
+                f.write("# t_since_cut_s goodput_mbit (50 ms windows)\n")
+                bins = s["receiver_bins"]
+                for k in range(0, len(bins) - 4, 5):
+                    chunk = bins[k:k + 5]
+                    t = chunk[-1][0] - 0.025 - t_cut
+                    f.write(f"{t:.3f} {sum(b[2] for b in chunk) * 8 / 0.05 / 1e6:.3f}\n")
+            plots.append(f"'{path}' u 1:2 w l lw 2 t '{variant}'")
+            restored = marks["restored"] - t_cut
+        gp = f"""
+set terminal pngcairo size 1000,450 font ',10'
+set output '{out_dir}/cut.png'
+set title 'Scenario (b): spine 1 uplink cut at t=0, restored at t={restored:.1f} s (load 24 Mbit/s, 16 QPs, flow mode)'
+set grid
+set xlabel 'seconds since the cut'
+set ylabel 'goodput at host B (Mbit/s, 50 ms windows)'
+set yrange [0:*]
+set arrow from 0, graph 0 to 0, graph 1 nohead dt 2
+set arrow from {restored:.3f}, graph 0 to {restored:.3f}, graph 1 nohead dt 2
+plot {", ".join(plots)}
 """
         subprocess.run(["gnuplot"], input=gp, text=True, check=True)
     if "modes" in results:
@@ -207,9 +356,11 @@ set multiplot layout 1,2 title 'Scenario (c): symmetric fabric, 3 x 20 Mbit/s, l
 set style data histograms
 set style fill solid 0.8
 set grid y
-set ylabel 'goodput (Mbit/s)'
+set ylabel 'goodput at host B (Mbit/s)'
+set yrange [0:50]
+plot '{out_dir}/modes.dat' u 2:xtic(1) notitle
 set yrange [0:*]
-plot '{out_dir}/modes.dat' u 2:xtic(1) t 'goodput'
+set key top left
 set ylabel 'percent of packets'
 plot '{out_dir}/modes.dat' u 3:xtic(1) t 'lost', '' u 4 t 'reordered (late PSN)', '' u 5 t 'CE'
 unset multiplot
@@ -217,9 +368,32 @@ unset multiplot
         subprocess.run(["gnuplot"], input=gp, text=True, check=True)
 
 
+def summary(results):
+    """The results without the time series (readable; the series are in <scenario>.json)."""
+    out = {}
+    for name, r in results.items():
+        out[name] = {"params": r["params"], "variants": {
+            v: {k: x for k, x in d.items() if k != "series"} for v, d in r["variants"].items()}}
+    return out
+
+
+def write_results(out_dir, results):
+    for name, r in results.items():
+        with open(os.path.join(out_dir, f"{name}.json"), "w") as f:
+            json.dump(r, f, separators=(",", ":"))
+    path = os.path.join(out_dir, "summary.json")
+    old = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            old = json.load(f)
+    old.update(summary(results))
+    with open(path, "w") as f:
+        json.dump(old, f, indent=1, sort_keys=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("scenario", choices=["degraded", "modes", "all"])
+    ap.add_argument("scenario", choices=["degraded", "modes", "cut", "all"])
     ap.add_argument("--quick", action="store_true", help="shorter phases")
     ap.add_argument("--out", default=None, help="directory for JSON, .dat and PNG files")
     ap.add_argument("--plot", action="store_true")
@@ -233,9 +407,9 @@ def main():
         results["degraded"] = scenario_degraded(work, args.quick)
     if args.scenario in ("modes", "all"):
         results["modes"] = scenario_modes(work, args.quick)
-    for name, r in results.items():
-        with open(os.path.join(out_dir, f"{name}.json"), "w") as f:
-            json.dump(r, f, indent=1)
+    if args.scenario in ("cut", "all"):
+        results["cut"] = scenario_cut(work, args.quick)
+    write_results(out_dir, results)
     if args.plot or args.scenario == "all":
         write_plots(out_dir, results)
     log(f"results in {out_dir}")

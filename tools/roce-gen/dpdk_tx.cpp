@@ -59,15 +59,10 @@ bool setup_port(uint16_t port, const TxOptions& o, rte_mempool* pool, std::strin
     error = "port info: " + errstr(rc);
     return false;
   }
+  // Default MTU: transmission does not depend on it for the PMDs we use (net_af_packet sends
+  // up to its frame size, the interface's MTU decides what the kernel takes).
   rte_eth_conf conf{};
-  // Frames up to the workload's largest: raise the MTU where the port allows it.
-  conf.rxmode.mtu = std::min<uint32_t>(info.max_mtu, kMaxFrameLen - RTE_ETHER_HDR_LEN);
-  if (conf.rxmode.mtu < RTE_ETHER_MTU) conf.rxmode.mtu = 0;  // the PMD's default
   rc = rte_eth_dev_configure(port, 1, 1, &conf);
-  if (rc != 0) {
-    conf.rxmode.mtu = 0;
-    rc = rte_eth_dev_configure(port, 1, 1, &conf);
-  }
   if (rc != 0) {
     error = "rte_eth_dev_configure: " + errstr(rc);
     return false;

@@ -56,6 +56,18 @@ def spine_sid(i):
     return f"fc00:5:{i}::e"
 
 
+# NEXT-C-SID (RFC 9800, "uSID"): block fcbb:bb00::/32, 16-bit micro-SIDs. Spine i is uN
+# 0x10<i> (kernel End with flavor next-csid), gB's End.DX4 is uDX4 0xb4: a path over spine i
+# is the single container fcbb:bb00:10<i>:b4:: in the destination address.
+USID_BLOCK = "fcbb:bb00"
+USID_FLAVOR = "flavors next-csid lblen 32 nflen 16"
+USID_B = f"{USID_BLOCK}:b4::"
+
+
+def spine_usid(i):
+    return f"{USID_BLOCK}:{0x100 + i:x}::"
+
+
 def log(msg):
     print(msg, flush=True)
 
@@ -159,6 +171,7 @@ class Fabric:
         self._addr("L2", "gw0", "fc00:ff:b::1")
         self._neigh("L2", "gw0", "fc00:ff:b::2", self.mac("gB", "fab0"))
         self.ip("L2", "-6 route add fc00:b::/48 via fc00:ff:b::2 dev gw0")
+        self.ip("L2", f"-6 route add {USID_B}/48 via fc00:ff:b::2 dev gw0")
         self._spine_macs = {}
         for i in range(1, self.spines + 1):
             self._spine_macs[i] = self._configure_spine_links(i)
@@ -176,14 +189,18 @@ class Fabric:
         batches = {
             "L1": [f"addr replace {up}1/64 dev up{i} nodad",
                    f"neigh replace {up}2 lladdr {macs['S_dn1']} dev up{i} nud permanent",
-                   f"route replace fc00:5:{i}::/48 via {up}2 dev up{i}"],
+                   f"route replace fc00:5:{i}::/48 via {up}2 dev up{i}",
+                   f"route replace {spine_usid(i)}/48 via {up}2 dev up{i}"],
             s: [f"addr replace {up}2/64 dev dn1 nodad",
                 f"addr replace {down}1/64 dev dn2 nodad",
                 f"neigh replace {up}1 lladdr {macs['L1_up']} dev dn1 nud permanent",
                 f"neigh replace {down}2 lladdr {macs['L2_up']} dev dn2 nud permanent",
                 f"route replace {spine_sid(i)}/128 encap seg6local action End count dev dn1",
                 f"route replace fc00:b::/48 via {down}2 dev dn2",
-                f"route replace fc00:a::/48 via {up}1 dev dn1"],
+                f"route replace fc00:a::/48 via {up}1 dev dn1",
+                f"route replace {spine_usid(i)}/48 encap seg6local action End {USID_FLAVOR} "
+                f"count dev dn1",
+                f"route replace {USID_B}/48 via {down}2 dev dn2"],
             "L2": [f"addr replace {down}2/64 dev up{i} nodad",
                    f"neigh replace {down}1 lladdr {macs['S_dn2']} dev up{i} nud permanent",
                    f"route replace fc00:5:{i}::/48 via {down}1 dev up{i}"],
@@ -266,11 +283,12 @@ class Fabric:
                     out[i] = q.get("drops", 0)
         return out
 
-    def spine_end_packets(self):
-        """{i: packets spine i's End SID processed} (seg6local 'count')."""
+    def spine_end_packets(self, usid=False):
+        """{i: packets spine i's End (or uN) SID processed} (seg6local 'count')."""
         out = {}
         for i in range(1, self.spines + 1):
-            r = self.ip(f"S{i}", f"-s -6 route show {spine_sid(i)}")
+            prefix = f"{spine_usid(i)}/48" if usid else spine_sid(i)
+            r = self.ip(f"S{i}", f"-s -6 route show {prefix}")
             words = r.stdout.split()
             out[i] = int(words[words.index("packets") + 1]) if "packets" in words else 0
         return out
@@ -339,30 +357,40 @@ class Fabric:
             rl.fail(f"srv6gw-ctl {' '.join(args)} on g{name}: {r.stderr.strip()}")
         return r
 
-    def push_policies(self, mode="flow", flowlet_gap_us=None, spines=None):
+    def push_policies(self, mode="flow", flowlet_gap_us=None, spines=None, usid=False):
         """The controller step: policies, steering and local SIDs over gRPC (srv6gw-ctl
         apply), one atomic batch per gateway. gA's lists go over spines 1..n (path ids
-        1..n); gB's return lists (CNPs) likewise with path ids 101..."""
+        1..n); gB's return lists (CNPs) likewise with path ids 101... With `usid`, gA's
+        policy is NEXT-C-SID (one container in the destination address, no SRH, hence
+        no SRH Tag to carry a path id or a reflection)."""
         spines = spines or list(range(1, self.spines + 1))
         selection = {"mode": f"SELECTION_MODE_{mode.upper()}"}
         if flowlet_gap_us is not None:
             selection["flowlet_gap_us"] = flowlet_gap_us
+        a_lists = [(f"s{i}", i, [spine_usid(i), USID_B] if usid else [spine_sid(i), SID_B])
+                   for i in spines]
         batches = {
-            "A": ("toB", selection, [(f"s{i}", i, [spine_sid(i), SID_B]) for i in spines],
-                  "10.0.1.0/24", SID_A),
+            "A": ("toB", selection, a_lists, "10.0.1.0/24", SID_A),
             "B": ("toA", {"mode": "SELECTION_MODE_FLOW"},
                   [(f"s{i}", 100 + i, [spine_sid(i), SID_A]) for i in spines],
                   "10.0.0.0/24", SID_B),
         }
         for name, (policy, sel, lists, prefix, local_sid) in batches.items():
+            pol = {"name": policy, "color": 1, "selection": sel,
+                   "segment_lists": [{"name": n, "path_id": pid, "weight": 1, "sids": sids}
+                                     for n, pid, sids in lists]}
+            if usid and name == "A":
+                pol["encap"] = "ENCAP_MODE_USID"
+                pol["usid_format"] = {"block_bits": 32, "usid_bits": 16}
             changes = {"changes": [
-                {"upsert_policy": {"name": policy, "color": 1, "selection": sel,
-                                   "segment_lists": [{"name": n, "path_id": pid, "weight": 1,
-                                                      "sids": sids} for n, pid, sids in lists]}},
+                {"upsert_policy": pol},
                 {"upsert_steering": {"id": 1, "prefix": prefix, "policy": policy}},
                 {"upsert_local_sid": {"sid": local_sid,
                                       "behavior": "LOCAL_SID_BEHAVIOR_END_DX4"}},
             ]}
+            if name == "B":  # gB answers on both: uSID traffic ends on its uDX4
+                changes["changes"].append({"upsert_local_sid": {
+                    "sid": USID_B, "behavior": "LOCAL_SID_BEHAVIOR_END_DX4"}})
             path = os.path.join(self.work, f"changes-{name}.json")
             with open(path, "w") as f:
                 json.dump(changes, f, indent=2)

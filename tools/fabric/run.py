@@ -97,7 +97,7 @@ def fmt_shares(s):
     return "{" + ", ".join(f"S{i}: {v:.3f}" for i, v in sorted(s.items())) + "}"
 
 
-def scenario_degraded(work, quick=False, variants=("hash", "engine")):
+def scenario_degraded(work, quick=False, variants=("hash", "engine"), usid=False):
     """(a) Spine 2's uplink drops from `link` to `degraded` Mbit/s while hA sends a fixed
     load over three spines in flow mode. Variant 'hash': the engine is off (static per-flow
     hashing, what ECMP does); variant 'engine': the local SR engine with reflection."""
@@ -105,7 +105,7 @@ def scenario_degraded(work, quick=False, variants=("hash", "engine")):
     healthy_s, degraded_s = (3, 5) if quick else (5, 10)
     out = {"params": {"spines": 3, "link_mbit": link, "degraded_mbit": degraded,
                       "load_mbit": load, "qps": qps, "frame": 1024, "healthy_s": healthy_s,
-                      "degraded_s": degraded_s}, "variants": {}}
+                      "degraded_s": degraded_s, "usid": usid}, "variants": {}}
     fab = fl.Fabric(work, spines=3, link_mbit=link)
     try:
         for variant in variants:
@@ -114,13 +114,17 @@ def scenario_degraded(work, quick=False, variants=("hash", "engine")):
             fab.shape(DEGRADED_SPINE, link)
             fab.precompile(degraded)
             fab.start_gateways(engine=engine, reflect=True, engine_params=ENGINE_PARAMS)
-            fab.push_policies(mode="flow")
+            fab.push_policies(mode="flow", usid=usid)
+            ends0 = fab.spine_end_packets(usid)
             phases = [("healthy", healthy_s, None),
                       ("degraded", degraded_s, lambda f: f.shape(DEGRADED_SPINE, degraded))]
             results, series, gen = run_phases(fab, phases, load, qps, seed=7)
             stats = fab.stop_gateways()
             eng = stats.get("A", {}).get("engine", {})
             out["variants"][variant] = {"phases": results, "series": series, "generator": gen,
+                                        "spine_end_packets": {
+                                            i: n - ends0.get(i, 0) for i, n in
+                                            fab.spine_end_packets(usid).items()},
                                         "engine_A": {k: eng.get(k) for k in (
                                             "decisions", "publications", "cnp_reflected",
                                             "cnp_fallback", "last_reaction_ns",
@@ -128,7 +132,9 @@ def scenario_degraded(work, quick=False, variants=("hash", "engine")):
                                         "reflected_by_B": stats.get("B", {}).get(
                                             "engine", {}).get("cnp_sent_reflected")}
             out["variants"][variant]["reaction"] = reaction(series, results[0], results[1])
-            log(f"  reaction: {out['variants'][variant]['reaction']}")
+            log(f"  reaction: {out['variants'][variant]['reaction']}; packets through the "
+                f"spines' {'uN' if usid else 'End'} SIDs: "
+                f"{out['variants'][variant]['spine_end_packets']}")
             log(f"  generator: {gen['sent_packets']} frames, {gen['achieved_mbps']:.2f} Mbit/s; "
                 f"A's engine: {out['variants'][variant]['engine_A']}")
     finally:
@@ -397,6 +403,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="shorter phases")
     ap.add_argument("--out", default=None, help="directory for JSON, .dat and PNG files")
     ap.add_argument("--plot", action="store_true")
+    ap.add_argument("--usid", action="store_true",
+                    help="(a) with NEXT-C-SID paths: spines as uN, no SRH (no reflection)")
     args = ap.parse_args()
     fl.require_tools()
     work = tempfile.mkdtemp(prefix="srv6gw-fabric-")
@@ -404,7 +412,8 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     results = {}
     if args.scenario in ("degraded", "all"):
-        results["degraded"] = scenario_degraded(work, args.quick)
+        key = "degraded-usid" if args.usid else "degraded"
+        results[key] = scenario_degraded(work, args.quick, usid=args.usid)
     if args.scenario in ("modes", "all"):
         results["modes"] = scenario_modes(work, args.quick)
     if args.scenario in ("cut", "all"):

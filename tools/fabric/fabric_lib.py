@@ -105,6 +105,8 @@ class Fabric:
         self.created = []
         self.gateways = {}
         self._markers = {}
+        self._shaped = set()
+        self.usid_ok, self.usid_reason = True, ""
         atexit.register(self.cleanup)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, self._on_signal)
@@ -198,18 +200,23 @@ class Fabric:
                 f"route replace {spine_sid(i)}/128 encap seg6local action End count dev dn1",
                 f"route replace fc00:b::/48 via {down}2 dev dn2",
                 f"route replace fc00:a::/48 via {up}1 dev dn1",
-                f"route replace {spine_usid(i)}/48 encap seg6local action End {USID_FLAVOR} "
-                f"count dev dn1",
                 f"route replace {USID_B}/48 via {down}2 dev dn2"],
             "L2": [f"addr replace {down}2/64 dev up{i} nodad",
                    f"neigh replace {down}1 lladdr {macs['S_dn2']} dev up{i} nud permanent",
                    f"route replace fc00:5:{i}::/48 via {down}1 dev up{i}"],
         }
         for role, lines in batches.items():
-            r = subprocess.run(["ip", "-6", "-n", self.ns[role], "-batch", "-"], input="\n".join(lines),
-                               capture_output=True, text=True)
+            r = subprocess.run(["ip", "-6", "-n", self.ns[role], "-batch", "-"],
+                               input="\n".join(lines), capture_output=True, text=True)
             if r.returncode != 0:
                 rl.fail(f"configuring spine {i} links in {role}: {r.stderr.strip()}")
+        # uN (End with the NEXT-C-SID flavour) needs Linux 6.1+ and a matching iproute2:
+        # without it the fabric still runs every SRH scenario.
+        r = self.ip(s, f"-6 route replace {spine_usid(i)}/48 encap seg6local action End "
+                       f"{USID_FLAVOR} count dev dn1", check=False)
+        if r.returncode != 0:
+            self.usid_ok = False
+            self.usid_reason = f"spine {i} refused End {USID_FLAVOR}: {r.stderr.strip()}"
         return macs
 
     def _marker(self, rate_bps):
@@ -228,9 +235,8 @@ class Fabric:
         replaces the HTB class rate and the marker (its queue estimate restarts empty)."""
         dev = f"up{i}"
         rate_bps = int(mbit * 1e6)
-        first = i not in getattr(self, "_shaped", set())
-        if first:
-            self._shaped = getattr(self, "_shaped", set()) | {i}
+        if i not in self._shaped:
+            self._shaped.add(i)
             self.tc("L1", f"qdisc add dev {dev} root handle 1: htb default 10")
             self.tc("L1", f"class add dev {dev} parent 1: classid 1:10 htb rate {rate_bps}bit "
                           f"ceil {rate_bps}bit burst 3000 cburst 3000")
@@ -364,6 +370,8 @@ class Fabric:
         policy is NEXT-C-SID (one container in the destination address, no SRH, hence
         no SRH Tag to carry a path id or a reflection)."""
         spines = spines or list(range(1, self.spines + 1))
+        if usid and not self.usid_ok:
+            nl.skip(f"no uSID paths on this kernel: {self.usid_reason}")
         selection = {"mode": f"SELECTION_MODE_{mode.upper()}"}
         if flowlet_gap_us is not None:
             selection["flowlet_gap_us"] = flowlet_gap_us
@@ -568,8 +576,11 @@ class UplinkSampler:
                 paths = self.fabric.path_packets("A")
             except Exception:  # noqa: BLE001 - a missed sample is not a failure
                 paths = None
-            self.samples.append((time.monotonic() - self.t0, self.fabric.uplink_counters(),
-                                 paths))
+            try:
+                uplinks = self.fabric.uplink_counters()
+            except OSError:  # the fabric is being torn down (a failed run): stop quietly
+                return
+            self.samples.append((time.monotonic() - self.t0, uplinks, paths))
             self.stop_flag.wait(self.period_s)
 
     def stop(self):

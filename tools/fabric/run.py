@@ -46,7 +46,9 @@ def run_phases(fab, phases, rate_mbit, qps, seed, bin_ms=100):
     sampler = fl.UplinkSampler(fab)
     # The generator runs until stopped: the phase schedule, not its duration, ends the run.
     gen = fab.start_generator(rate_mbit, total + 600, qps=qps, seed=seed)
-    rx.wait_traffic(timeout=30)  # the first phase starts with traffic flowing
+    # The first phase starts with traffic flowing. Generous: on a saturated machine the
+    # generator's EAL start and the gateways' first bursts took tens of seconds.
+    rx.wait_traffic(timeout=120)
     time.sleep(0.5)
     marks = []
     boundaries = []

@@ -44,7 +44,7 @@ def main():
            f"{degraded['goodput_mbit']} Mbit/s; CE {degraded['ce_fraction']}; CNPs "
            f"{degraded['cnps']}; reflected by gB {v['reflected_by_B']}; gA engine {eng}")
     problems = []
-    if healthy["received"] < 1000:
+    if healthy["received"] < 300:
         problems.append(f"too little traffic reached host B ({healthy['received']} frames)")
     if degraded["ce_fraction"] <= 0 or degraded["cnps"] == 0:
         problems.append("no CE-marked frame reached host B after the degradation")

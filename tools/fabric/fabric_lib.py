@@ -50,6 +50,16 @@ gwlib.BIN = GW_BIN
 
 HOST_A, HOST_B = "10.0.0.1", "10.0.1.1"
 SID_A, SID_B = "fc00:a::d4", "fc00:b::d4"  # End.DX4 of gA and gB
+# Path probing (issue 6): gA probes each list toward gB's end-probe SID; the replies come back
+# over the same spine to gA's end-probe SID. Both are inside the prefixes the leaves route.
+PROBE_SID_A, PROBE_SID_B = "fc00:a::9", "fc00:b::9"
+
+
+def probing_available():
+    """True when this source tree's gateway has path probing (the YANG module knows the
+    end-probe behaviour): scenario (b) then runs its 'probe' variant."""
+    with open(os.path.join(SRC, "config", "yang", "srv6gw.yang")) as f:
+        return "end-probe" in f.read()
 
 
 def spine_sid(i):
@@ -300,9 +310,10 @@ class Fabric:
         return out
 
     # -- gateways ----------------------------------------------------------------------------
-    def start_gateways(self, engine=True, reflect=True, engine_params=None):
+    def start_gateways(self, engine=True, reflect=True, engine_params=None, probe=None):
         """Starts gA and gB with a base configuration (no policies: the controller pushes
-        them). gA's worker runs on lcore 1, gB's on lcore 0."""
+        them). gA's worker runs on lcore 1, gB's on lcore 0. `probe`: the gateway-level
+        probe container (YANG names), for gateways that have path probing."""
         self.stop_gateways()
         eng = {"enabled": engine, "reflect": reflect}
         eng.update(engine_params or {})
@@ -322,6 +333,8 @@ class Fabric:
                             "fabric-non-sid": "drop"},
                 "stats-interval-ms": 0,
             }}
+            if probe:
+                cfg["srv6gw:gateway"]["probe"] = probe
             cfg_path = os.path.join(self.work, f"g{name}.json")
             with open(cfg_path, "w") as f:
                 json.dump(cfg, f, indent=2)
@@ -363,12 +376,14 @@ class Fabric:
             rl.fail(f"srv6gw-ctl {' '.join(args)} on g{name}: {r.stderr.strip()}")
         return r
 
-    def push_policies(self, mode="flow", flowlet_gap_us=None, spines=None, usid=False):
+    def push_policies(self, mode="flow", flowlet_gap_us=None, spines=None, usid=False,
+                      probe=False):
         """The controller step: policies, steering and local SIDs over gRPC (srv6gw-ctl
         apply), one atomic batch per gateway. gA's lists go over spines 1..n (path ids
         1..n); gB's return lists (CNPs) likewise with path ids 101... With `usid`, gA's
         policy is NEXT-C-SID (one container in the destination address, no SRH, hence
-        no SRH Tag to carry a path id or a reflection)."""
+        no SRH Tag to carry a path id or a reflection). With `probe`, gA probes every list
+        of toB toward gB's end-probe SID, and both gateways get an end-probe SID."""
         spines = spines or list(range(1, self.spines + 1))
         if usid and not self.usid_ok:
             nl.skip(f"no uSID paths on this kernel: {self.usid_reason}")
@@ -387,6 +402,8 @@ class Fabric:
             pol = {"name": policy, "color": 1, "selection": sel,
                    "segment_lists": [{"name": n, "path_id": pid, "weight": 1, "sids": sids}
                                      for n, pid, sids in lists]}
+            if probe and name == "A":
+                pol["probe_sid"] = PROBE_SID_B
             if usid and name == "A":
                 pol["encap"] = "ENCAP_MODE_USID"
                 pol["usid_format"] = {"block_bits": 32, "usid_bits": 16}
@@ -399,6 +416,10 @@ class Fabric:
             if name == "B":  # gB answers on both: uSID traffic ends on its uDX4
                 changes["changes"].append({"upsert_local_sid": {
                     "sid": USID_B, "behavior": "LOCAL_SID_BEHAVIOR_END_DX4"}})
+            if probe:
+                changes["changes"].append({"upsert_local_sid": {
+                    "sid": PROBE_SID_A if name == "A" else PROBE_SID_B,
+                    "behavior": "LOCAL_SID_BEHAVIOR_END_PROBE"}})
             path = os.path.join(self.work, f"changes-{name}.json")
             with open(path, "w") as f:
                 json.dump(changes, f, indent=2)

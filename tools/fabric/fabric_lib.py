@@ -562,6 +562,9 @@ def window_metrics(bins, t_start, t_end):
     return {
         "seconds": round(dt, 3),
         "goodput_mbit": round(nbytes * 8 / dt / 1e6, 3),
+        # What the sender sent in this window (PSN advance at the mean received frame size):
+        # the generator's own average covers its whole run, stalls included.
+        "offered_mbit": round(advance * (nbytes / frames) * 8 / dt / 1e6, 3) if frames else 0.0,
         "received": frames,
         "ce_fraction": round(ce / frames, 4) if frames else 0.0,
         "late_fraction": round(late / frames, 5) if frames else 0.0,

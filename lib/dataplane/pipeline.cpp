@@ -119,9 +119,9 @@ inline void write_eth(uint8_t* p, const uint8_t* dst, const uint8_t* src, uint16
 
 // Which of our paths carried traffic toward this remote host recently (fallback blame for
 // CNPs without a reflected path id). Stores only when something changed.
-inline void note_recent_path(WorkerContext& w, const net::PacketInfo& info, uint32_t slot,
-                             uint8_t idx, uint64_t now) {
-  const uint32_t key = pair_hash(info.src, info.dst);
+inline void note_recent_path(WorkerContext& w, uint32_t pair_crc, uint32_t slot, uint8_t idx,
+                             uint64_t now) {
+  const uint32_t key = pair_hash_from_pair_crc(pair_crc);
   RecentPathEntry& e = w.recent[key & (kRecentEntries - 1)];
   const uint64_t bit = uint64_t(1) << idx;
   if (unlikely(e.key.load(std::memory_order_relaxed) != key ||
@@ -157,7 +157,10 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
     drop(c, m, DropReason::steering_miss);
     return nullptr;
   }
-  const uint32_t hash = policy::flow_hash(info.src, info.dst, info.bth.dest_qp);
+  // One CRC pass over the inner address pair feeds the flow hash, the outer flow label and
+  // the recent-path key (net/hash.hpp: the same values as three passes).
+  const uint32_t pair_crc = net::crc32c_pair(info.src.bytes.data(), info.dst.bytes.data());
+  const uint32_t hash = policy::flow_hash_from_pair_crc(pair_crc, info.family, info.bth.dest_qp);
   const uint8_t idx = policy::select_path(*p, slot, hash, info.bth.opcode, now, w.selector);
   if (unlikely(idx == policy::kNoPath)) {
     drop(c, m, DropReason::no_usable_path);
@@ -212,8 +215,8 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   f.inner_len = info.l3_len;
   f.inner_proto = info.family == net::Family::ipv4 ? net::kProtoIpv4 : net::kProtoIpv6;
   f.traffic_class = uint8_t(info.dscp << 2 | info.ecn);
-  f.flow_label = net::outer_flow_label(info);
-  note_recent_path(w, info, slot, idx, now);
+  f.flow_label = net::outer_flow_label_from_pair_crc(pair_crc, info.udp_sport, info.bth.dest_qp);
+  note_recent_path(w, pair_crc, slot, idx, now);
   f.tag = likely(!info.is_cnp) ? path.path_id : cnp_tag(w, info, t, path.path_id, now);
   srv6::write_encap(t, hdr + kEthLen, f);
 

@@ -169,8 +169,19 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   const policy::CompiledPath& path = p->paths[idx];
   const srv6::EncapTemplate& t = path.encap;
 
+  // Outer Ethernet addresses: the configured next hop and our fabric port (the usual case),
+  // else the frame's own, saved before the new header overwrites them.
+  const policy::Settings& s = view.settings;
   uint8_t macs[12];
-  std::memcpy(macs, rte_pktmbuf_mtod(m, const uint8_t*), sizeof macs);
+  const uint8_t* dst_mac = macs;
+  const uint8_t* src_mac = macs + 6;
+  if (likely(!s.transparent_mac && s.has_fabric_nexthop_mac)) {
+    dst_mac = s.fabric_nexthop_mac.bytes.data();
+    src_mac = w.fabric_port_mac.bytes.data();
+  } else {
+    std::memcpy(macs, rte_pktmbuf_mtod(m, const uint8_t*), sizeof macs);
+    if (!s.transparent_mac) src_mac = w.fabric_port_mac.bytes.data();
+  }
 
   // Ethernet padding after the IP packet would end up inside the outer payload: cut it.
   const uint32_t ip_end = uint32_t(info.l3_offset) + info.l3_len;
@@ -203,13 +214,6 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
     return nullptr;
   }
 
-  const policy::Settings& s = view.settings;
-  const uint8_t* dst_mac = macs;
-  const uint8_t* src_mac = macs + 6;
-  if (!s.transparent_mac) {
-    if (s.has_fabric_nexthop_mac) dst_mac = s.fabric_nexthop_mac.bytes.data();
-    src_mac = w.fabric_port_mac.bytes.data();
-  }
   write_eth(hdr, dst_mac, src_mac, net::kEthTypeIpv6);
   srv6::EncapFields f;
   f.inner_len = info.l3_len;
@@ -262,22 +266,27 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
     const net::PacketInfo* roce[kStageMax];
     uint32_t slots[kStageMax];
     unsigned n_roce = 0;
+    uint64_t rx_bytes = 0;
 
-    // Stage 1: parse.
+    // Stage 1: parse. Counters of the chunk are added once at its end (the stores into
+    // PacketInfo may alias them, which would otherwise force a load and store per packet).
     for (unsigned i = 0; i < cn; ++i) {
       if (base + i + kPrefetchAhead < n)
         rte_prefetch0(rte_pktmbuf_mtod(pkts[base + i + kPrefetchAhead], void*));
       rte_mbuf* m = chunk[i];
-      ++c.rx_host;
-      c.rx_host_bytes += m->pkt_len;
+      rx_bytes += m->pkt_len;
       const net::ParseStatus st = net::parse_frame(first_segment(m), info[i]);
       status[i] = st;
-      ++c.parse_status[size_t(st)];
       if (likely(st == net::ParseStatus::ok)) {
         if (unlikely(info[i].is_cnp)) ++c.cnp_seen;
         roce[n_roce++] = &info[i];
+      } else {
+        ++c.parse_status[size_t(st)];
       }
     }
+    c.rx_host += cn;
+    c.rx_host_bytes += rx_bytes;
+    c.parse_status[size_t(net::ParseStatus::ok)] += n_roce;
 
     // Stage 2: steering, one bulk lookup per hash level for the whole chunk.
     if (n_roce != 0) policy::steer_bulk(view.steering, roce, n_roce, slots);

@@ -122,6 +122,13 @@ bool bring_up(App& app) {
     spdlog::error("{}", error);
     return false;
   }
+  if (!app.fabric.multiseg_tx && app.options.assume_multiseg_tx) {
+    spdlog::warn(
+        "fabric port {}: multi-segment TX assumed (--assume-multiseg-tx) although the "
+        "PMD does not advertise it",
+        app.fabric.name);
+    app.fabric.multiseg_tx = true;
+  }
   if (!app.fabric.multiseg_tx)
     spdlog::warn(
         "fabric port {} has no multi-segment TX: encapsulations longer than the {} B "

@@ -95,6 +95,8 @@ std::variant<Options, OptionsError> parse_options(const std::vector<std::string>
       auto v = value();
       if (!v || v->empty()) return missing();
       o.stats_json_path = *v;
+    } else if (name == "--assume-multiseg-tx") {
+      o.assume_multiseg_tx = true;
     } else {
       return OptionsError{"unknown option '" + args[i] + "'"};
     }
@@ -135,6 +137,8 @@ std::string usage(const std::string& prog) {
          "                         after having received traffic (pcap replays)\n"
          "  --log-level LEVEL      trace, debug, info (default), warn, error, critical, off\n"
          "  --stats-json FILE      also write the final statistics as JSON to FILE\n"
+         "  --assume-multiseg-tx   chain encap headers on a fabric PMD that does not advertise\n"
+         "                         multi-segment TX but handles chains (net_null; benchmarks)\n"
          "  --help                 this text\n"
          "\n"
          "Ports are named as DPDK knows them (rte_eth_dev_get_port_by_name: a PCI address\n"

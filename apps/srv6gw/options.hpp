@@ -20,6 +20,10 @@ struct Options {
   std::optional<uint32_t> until_idle_ms;       // --until-idle MS: stop when RX went idle
   std::string log_level = "info";              // --log-level trace|debug|info|warn|error
   std::optional<std::string> stats_json_path;  // --stats-json FILE: final stats as JSON
+  // --assume-multiseg-tx: chain encap header segments on the fabric port even though its PMD
+  // does not advertise RTE_ETH_TX_OFFLOAD_MULTI_SEGS (net_null frees chains whole: benchmarks
+  // of 6+ full SIDs). Wrong on a PMD that really cannot send chains.
+  bool assume_multiseg_tx = false;
   bool help = false;
 };
 

@@ -59,18 +59,18 @@ static_assert(sizeof(FeedbackEvent) == 48, "ring element size");
 // Events the ring holds (power of two). At 48 B a record this is 768 KiB.
 inline constexpr unsigned kFeedbackRingSize = 16384;
 
-// Hash of an inner host pair, order-sensitive, for the two tables below.
-inline uint32_t pair_hash(const net::IpAddr& a, const net::IpAddr& b) {
-  uint64_t w[4];
-  std::memcpy(w, a.bytes.data(), 16);
-  std::memcpy(w + 2, b.bytes.data(), 16);
-  uint32_t c = 0x2545F491u;
-  c = net::crc32c_u64(c, w[0]);
-  c = net::crc32c_u64(c, w[1]);
-  c = net::crc32c_u64(c, w[2]);
-  c = net::crc32c_u64(c, w[3]);
+// Hash of an inner host pair, order-sensitive, for the two tables below: CRC32C from seed
+// 0x2545F491 over both addresses, folded; never 0. The encap path computes it from the
+// packet's shared address-pair CRC (net/hash.hpp).
+inline uint32_t pair_hash_from_pair_crc(uint32_t pair_crc) {
+  constexpr uint32_t kSeedZeros = net::crc32c_zeros_32(0x2545F491u);
+  uint32_t c = pair_crc ^ kSeedZeros;
   c ^= c >> 15;   // the table index takes the low bits
   return c | 1u;  // never 0: 0 marks an empty entry
+}
+
+inline uint32_t pair_hash(const net::IpAddr& a, const net::IpAddr& b) {
+  return pair_hash_from_pair_crc(net::crc32c_pair(a.bytes.data(), b.bytes.data()));
 }
 
 // ---- Reflection table (shared by the workers of one Gateway) ----

@@ -122,10 +122,11 @@ inline void write_eth(uint8_t* p, const uint8_t* dst, const uint8_t* src, uint16
 }
 
 // How many packets each of our paths carried toward this remote host lately (fallback blame
-// for CNPs without a reflected path id). One worker-private cache line per host pair.
-inline void note_recent_path(WorkerContext& w, const net::PacketInfo& info, uint32_t slot,
-                             uint8_t idx, uint64_t now) {
-  const uint32_t key = pair_hash(info.src, info.dst);
+// for CNPs without a reflected path id). One worker-private cache line per host pair; the key
+// comes from the CRC of the address pair the flow hash already computed.
+inline void note_recent_path(WorkerContext& w, uint32_t pair_crc, uint32_t slot, uint8_t idx,
+                             uint64_t now) {
+  const uint32_t key = pair_hash_from_pair_crc(pair_crc);
   recent_note(w.recent[key & (kRecentEntries - 1)], key, slot, idx,
               uint32_t(now >> w.recent_epoch_shift));
 }
@@ -147,7 +148,10 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
     drop(c, m, DropReason::steering_miss);
     return nullptr;
   }
-  const uint32_t hash = policy::flow_hash(info.src, info.dst, info.bth.dest_qp);
+  // One CRC pass over the inner address pair feeds the flow hash, the outer flow label and
+  // the recent-path key (net/hash.hpp: the same values as three passes).
+  const uint32_t pair_crc = net::crc32c_pair(info.src.bytes.data(), info.dst.bytes.data());
+  const uint32_t hash = policy::flow_hash_from_pair_crc(pair_crc, info.family, info.bth.dest_qp);
   const uint8_t idx = policy::select_path(*p, slot, hash, info.bth.opcode, now, w.selector);
   if (unlikely(idx == policy::kNoPath)) {
     drop(c, m, DropReason::no_usable_path);
@@ -156,8 +160,19 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   const policy::CompiledPath& path = p->paths[idx];
   const srv6::EncapTemplate& t = path.encap;
 
+  // Outer Ethernet addresses: the configured next hop and our fabric port (the usual case),
+  // else the frame's own, saved before the new header overwrites them.
+  const policy::Settings& s = view.settings;
   uint8_t macs[12];
-  std::memcpy(macs, rte_pktmbuf_mtod(m, const uint8_t*), sizeof macs);
+  const uint8_t* dst_mac = macs;
+  const uint8_t* src_mac = macs + 6;
+  if (likely(!s.transparent_mac && s.has_fabric_nexthop_mac)) {
+    dst_mac = s.fabric_nexthop_mac.bytes.data();
+    src_mac = w.fabric_port_mac.bytes.data();
+  } else {
+    std::memcpy(macs, rte_pktmbuf_mtod(m, const uint8_t*), sizeof macs);
+    if (!s.transparent_mac) src_mac = w.fabric_port_mac.bytes.data();
+  }
 
   // Ethernet padding after the IP packet would end up inside the outer payload: cut it.
   const uint32_t ip_end = uint32_t(info.l3_offset) + info.l3_len;
@@ -190,20 +205,13 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
     return nullptr;
   }
 
-  const policy::Settings& s = view.settings;
-  const uint8_t* dst_mac = macs;
-  const uint8_t* src_mac = macs + 6;
-  if (!s.transparent_mac) {
-    if (s.has_fabric_nexthop_mac) dst_mac = s.fabric_nexthop_mac.bytes.data();
-    src_mac = w.fabric_port_mac.bytes.data();
-  }
   write_eth(hdr, dst_mac, src_mac, net::kEthTypeIpv6);
   srv6::EncapFields f;
   f.inner_len = info.l3_len;
   f.inner_proto = info.family == net::Family::ipv4 ? net::kProtoIpv4 : net::kProtoIpv6;
   f.traffic_class = uint8_t(info.dscp << 2 | info.ecn);
-  f.flow_label = net::outer_flow_label(info);
-  note_recent_path(w, info, slot, idx, now);
+  f.flow_label = net::outer_flow_label_from_pair_crc(pair_crc, info.udp_sport, info.bth.dest_qp);
+  note_recent_path(w, pair_crc, slot, idx, now);
   f.tag = likely(!info.is_cnp) ? path.path_id : cnp_tag(w, info, t, path.path_id, now);
   srv6::write_encap(t, hdr + kEthLen, f);
 
@@ -249,14 +257,15 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
     const net::PacketInfo* roce[kStageMax];
     uint32_t slots[kStageMax];
     unsigned n_roce = 0;
+    uint64_t rx_bytes = 0;
 
-    // Stage 1: parse.
+    // Stage 1: parse. Counters of the chunk are added once at its end (the stores into
+    // PacketInfo may alias them, which would otherwise force a load and store per packet).
     for (unsigned i = 0; i < cn; ++i) {
       if (base + i + kPrefetchAhead < n)
         rte_prefetch0(rte_pktmbuf_mtod(pkts[base + i + kPrefetchAhead], void*));
       rte_mbuf* m = chunk[i];
-      ++c.rx_host;
-      c.rx_host_bytes += m->pkt_len;
+      rx_bytes += m->pkt_len;
       if (unlikely(m->nb_segs != 1)) {
         // Larger than one segment: ports do not enable scattered RX (the data room holds the
         // MTU), but vdevs such as net_pcap chain what a NIC would drop at its MTU. Headers
@@ -266,12 +275,16 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
       }
       const net::ParseStatus st = net::parse_frame(first_segment(m), info[i]);
       status[i] = st;
-      ++c.parse_status[size_t(st)];
       if (likely(st == net::ParseStatus::ok)) {
         if (unlikely(info[i].is_cnp)) ++c.cnp_seen;
         roce[n_roce++] = &info[i];
+      } else {
+        ++c.parse_status[size_t(st)];
       }
     }
+    c.rx_host += cn;
+    c.rx_host_bytes += rx_bytes;
+    c.parse_status[size_t(net::ParseStatus::ok)] += n_roce;
 
     // Stage 2: steering, one bulk lookup per hash level for the whole chunk.
     if (n_roce != 0) policy::steer_bulk(view.steering, roce, n_roce, slots);

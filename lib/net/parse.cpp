@@ -270,18 +270,8 @@ ParseStatus parse_ip(std::span<const uint8_t> packet, Family family, PacketInfo&
 }
 
 uint32_t outer_flow_label(const PacketInfo& info) {
-  uint64_t w[4];
-  std::memcpy(w, info.src.bytes.data(), 16);
-  std::memcpy(w + 2, info.dst.bytes.data(), 16);
-  uint32_t h = 0xFFFFFFFFu;
-  h = crc32c_u64(h, w[0]);
-  h = crc32c_u64(h, w[1]);
-  h = crc32c_u64(h, w[2]);
-  h = crc32c_u64(h, w[3]);
-  h = crc32c_u64(h, uint64_t(info.udp_sport) << 32 | info.bth.dest_qp);
-  // CRC is linear; a multiply spreads every input bit into the 20 bits kept.
-  const uint32_t label = (h * 0x9E3779B1u) >> 12;
-  return label != 0 ? label : 1;  // 0 means "no flow label" to the fabric (RFC 6437)
+  return outer_flow_label_from_pair_crc(crc32c_pair(info.src.bytes.data(), info.dst.bytes.data()),
+                                        info.udp_sport, info.bth.dest_qp);
 }
 
 }  // namespace srv6gw::net

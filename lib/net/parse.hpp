@@ -8,6 +8,7 @@
 #include <span>
 
 #include "net/addr.hpp"
+#include "net/hash.hpp"
 
 namespace srv6gw::net {
 
@@ -106,7 +107,19 @@ ParseStatus parse_frame(std::span<const uint8_t> frame, PacketInfo& info);
 ParseStatus parse_ip(std::span<const uint8_t> packet, Family family, PacketInfo& info);
 
 // 20-bit non-zero flow label for the outer header, from inner src, dst, UDP source port and
-// DestQP, so that the fabric's ECMP keeps the entropy the RNIC put into the flow.
+// DestQP, so that the fabric's ECMP keeps the entropy the RNIC put into the flow: CRC32C
+// from seed 0xFFFFFFFF over src, dst, then (sport << 32 | DestQP), spread by a multiply.
 uint32_t outer_flow_label(const PacketInfo& info);
+
+// The same from crc32c_pair(src, dst) (net/hash.hpp), which the data plane computes once per
+// packet for all its address-pair hashes.
+inline uint32_t outer_flow_label_from_pair_crc(uint32_t pair_crc, uint16_t udp_sport,
+                                               uint32_t dest_qp) {
+  constexpr uint32_t kSeedZeros = crc32c_zeros_32(0xFFFFFFFFu);
+  const uint32_t h = crc32c_u64(pair_crc ^ kSeedZeros, uint64_t(udp_sport) << 32 | dest_qp);
+  // CRC is linear; a multiply spreads every input bit into the 20 bits kept.
+  const uint32_t label = (h * 0x9E3779B1u) >> 12;
+  return label != 0 ? label : 1;  // 0 means "no flow label" to the fabric (RFC 6437)
+}
 
 }  // namespace srv6gw::net

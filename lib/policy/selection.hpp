@@ -65,18 +65,20 @@ inline uint32_t mix32(uint32_t h) {
 }
 
 // Flow identity for per-flow selection: inner source, inner destination and DestQP (the UDP
-// source port is left out on purpose: the QP is the ordering domain of RDMA).
+// source port is left out on purpose: the QP is the ordering domain of RDMA). Defined as
+// CRC32C from seed 0x9E3779B9 ^ family over src, dst, then DestQP, murmur-finalised; the data
+// plane computes it from the packet's shared address-pair CRC (net/hash.hpp).
+inline constexpr uint32_t kFlowHashSeed = 0x9E3779B9u;
+
+inline uint32_t flow_hash_from_pair_crc(uint32_t pair_crc, net::Family family, uint32_t dest_qp) {
+  constexpr uint32_t kSeedZeros = net::crc32c_zeros_32(kFlowHashSeed);
+  const uint32_t c = pair_crc ^ kSeedZeros ^ net::crc32c_zeros_32_byte(uint8_t(family));
+  return mix32(net::crc32c_u64(c, dest_qp));
+}
+
 inline uint32_t flow_hash(const net::IpAddr& src, const net::IpAddr& dst, uint32_t dest_qp) {
-  uint64_t w[4];
-  std::memcpy(w, src.bytes.data(), 16);
-  std::memcpy(w + 2, dst.bytes.data(), 16);
-  uint32_t c = 0x9E3779B9u ^ uint32_t(src.family);
-  c = net::crc32c_u64(c, w[0]);
-  c = net::crc32c_u64(c, w[1]);
-  c = net::crc32c_u64(c, w[2]);
-  c = net::crc32c_u64(c, w[3]);
-  c = net::crc32c_u64(c, dest_qp);
-  return mix32(c);
+  return flow_hash_from_pair_crc(net::crc32c_pair(src.bytes.data(), dst.bytes.data()), src.family,
+                                 dest_qp);
 }
 
 inline uint8_t select_by_flow(const CompiledPolicy& p, uint32_t hash) {

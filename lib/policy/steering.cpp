@@ -140,18 +140,31 @@ void steer_bulk(const SteeringView& v, const net::PacketInfo* const* infos, unsi
     alignas(ExactKey) unsigned char key_storage[kSteerBulkMax * sizeof(ExactKey)];
     ExactKey* keys = std::launder(reinterpret_cast<ExactKey*>(key_storage));
     const void* key_ptrs[kSteerBulkMax];
+    hash_sig_t sigs[kSteerBulkMax];
     void* data[kSteerBulkMax];
     for (unsigned i = 0; i < n; ++i) {
       const net::PacketInfo& info = *infos[i];
       set_exact_key(keys[i], info.dst, info.bth.dest_qp, kAnyDscp);
       key_ptrs[i] = &keys[i];
+      sigs[i] = exact_key_signature(exact_key_head(info.dst.family, info.bth.dest_qp, kAnyDscp),
+                                    info.dst.bytes.data());
     }
-    // One bulk lookup over the pending keys (QP and DSCP fields already set for this level
-    // and variant); hits are resolved, misses stay pending in their order.
+    // One bulk lookup over the pending keys (QP and DSCP fields and signatures already set
+    // for this level and variant); hits are resolved, misses stay pending in their order.
     auto lookup_pending = [&] {
       uint64_t hits = 0;
-      for (unsigned j = 0; j < n_pending; ++j) key_ptrs[j] = &keys[pending[j]];
-      rte_hash_lookup_bulk_data(v.exact, key_ptrs, n_pending, &hits, data);
+      if (n_pending == n) {
+        rte_hash_lookup_with_hash_bulk_data(v.exact, key_ptrs, sigs, n, &hits, data);
+      } else {
+        const void* pending_keys[kSteerBulkMax];
+        hash_sig_t pending_sigs[kSteerBulkMax];
+        for (unsigned j = 0; j < n_pending; ++j) {
+          pending_keys[j] = &keys[pending[j]];
+          pending_sigs[j] = sigs[pending[j]];
+        }
+        rte_hash_lookup_with_hash_bulk_data(v.exact, pending_keys, pending_sigs, n_pending, &hits,
+                                            data);
+      }
       unsigned kept = 0;
       for (unsigned j = 0; j < n_pending; ++j) {
         if (hits >> j & 1)
@@ -161,13 +174,15 @@ void steer_bulk(const SteeringView& v, const net::PacketInfo* const* infos, unsi
       }
       n_pending = kept;
     };
-    // Rewrites the key head of every pending packet (one 8-byte store, so the hash's 8-byte
-    // loads are forwarded from the store buffer).
+    // Rewrites the key head and signature of every pending packet (one 8-byte store, so the
+    // hash's 8-byte loads are forwarded from the store buffer).
     auto retarget = [&](bool any_qp, bool with_dscp) {
       for (unsigned j = 0; j < n_pending; ++j) {
         const net::PacketInfo& info = *infos[pending[j]];
-        set_exact_key_head(keys[pending[j]], info.dst.family, any_qp ? kAnyQp : info.bth.dest_qp,
-                           with_dscp ? info.dscp : kAnyDscp);
+        const uint64_t head = exact_key_head(info.dst.family, any_qp ? kAnyQp : info.bth.dest_qp,
+                                             with_dscp ? info.dscp : kAnyDscp);
+        std::memcpy(static_cast<void*>(&keys[pending[j]]), &head, sizeof head);
+        sigs[pending[j]] = exact_key_signature(head, info.dst.bytes.data());
       }
     };
     if (v.has_exact) {

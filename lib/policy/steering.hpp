@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "net/addr.hpp"
+#include "net/hash.hpp"
 #include "net/parse.hpp"
 
 namespace srv6gw::policy {
@@ -42,16 +43,29 @@ struct alignas(8) ExactKey {
 };
 static_assert(sizeof(ExactKey) == 32 && alignof(ExactKey) == 8);
 
+// The first 8 bytes of a key (family, DSCP, zero, QP) as one word.
+inline uint64_t exact_key_head(net::Family family, uint32_t qp, uint8_t dscp) {
+  return uint64_t(uint8_t(family)) | uint64_t(dscp) << 8 | uint64_t(qp) << 32;
+}
+
 // Writes family, DSCP and QP (the first 8 bytes) with one 8-byte store: the hash then reads
 // them back through store forwarding instead of stalling on four narrow stores.
 inline void set_exact_key_head(ExactKey& k, net::Family family, uint32_t qp, uint8_t dscp) {
-  ExactKey head;
-  head.family = uint8_t(family);
-  head.dscp = dscp;
-  head.qp = qp;
-  uint64_t word;
-  std::memcpy(&word, &head, sizeof word);
+  const uint64_t word = exact_key_head(family, qp, dscp);
   std::memcpy(static_cast<void*>(&k), &word, sizeof word);
+}
+
+// The exact table's hash of a key (its rte_hash signature): Runtime creates the table with
+// hash_func rte_hash_crc and init value 0, i.e. CRC32C over the four 8-byte words of the key
+// (the padding word is zero). Computed inline from the key's parts, so that the bulk lookup
+// (rte_hash_lookup_with_hash_bulk_data) needs no indirect hash call per key.
+inline uint32_t exact_key_signature(uint64_t head, const uint8_t* addr16) {
+  uint64_t a[2];
+  std::memcpy(a, addr16, 16);
+  uint32_t c = net::crc32c_u64(0, head);
+  c = net::crc32c_u64(c, a[0]);
+  c = net::crc32c_u64(c, a[1]);
+  return net::crc32c_u64(c, 0);
 }
 
 // Fills every byte of `k` (the padding included).

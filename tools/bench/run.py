@@ -248,6 +248,8 @@ class Tools:
         self.roce_gen = args.roce_gen or os.path.join(b, "tools", "roce-gen", "roce-gen")
         self.srv6gw_pcap = args.srv6gw_pcap or os.path.join(b, "apps", "srv6gw-pcap", "srv6gw-pcap")
         self.testpmd = args.testpmd or shutil.which("dpdk-testpmd")
+        pb = args.pipeline_bench or os.path.join(b, "tools", "bench", "pipeline-bench")
+        self.pipeline_bench = pb if os.access(pb, os.X_OK) and not args.no_pipeline_bench else None
 
 
 def segment_lists(spec):
@@ -488,12 +490,12 @@ def run_testpmd(tools, eal, seconds, nb_mbufs, logpath):
     return res
 
 
-def run_srv6gw(tools, eal, seconds, config, stats_json, logpath, load_timeout):
+def run_srv6gw(tools, eal, seconds, config, stats_json, logpath, load_timeout, extra=()):
     cmd = [tools.srv6gw] + eal.args + [
         "--", "--config", config, "--duration", str(seconds), "--stats-interval", "0",
         "--stats-json", stats_json, "--log-level", "warn",
         # The data plane alone is measured; no agent socket shared with other gateways.
-        "--no-agent"]
+        "--no-agent"] + list(extra)
     log("  srv6gw:  " + " ".join(cmd))
     t0 = time.monotonic()
     try:
@@ -539,6 +541,30 @@ def run_srv6gw(tools, eal, seconds, config, stats_json, logpath, load_timeout):
     paths = [p for p in st.get("paths", []) if p.get("packets")]
     res["paths_used"] = len(paths)
     return res
+
+
+def run_pipeline_bench(tools, config, pcap, multiseg, logpath):
+    """Second setup: the same configuration and frames through the gateway's pipeline without
+    any PMD (tools/bench/pipeline_bench.cpp: mbufs from a pool, frame copy as net_pcap does,
+    process_host_burst, free as net_null does). Cycles/packet of the pipeline alone and of the
+    whole loop; the fastest of 3 rounds (preemption by neighbours only adds time)."""
+    cmd = [tools.pipeline_bench, "--config", config, "--pcap", pcap, "--bursts", "20000",
+           "--rounds", "3"] + (["--multiseg"] if multiseg else [])
+    log("  pipeline-bench: " + " ".join(cmd))
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    with open(logpath, "w") as f:
+        f.write("+ " + " ".join(cmd) + "\n" + res.stdout + res.stderr)
+    if res.returncode != 0:
+        return {"error": (res.stderr.strip() or res.stdout.strip())[-300:], "command": " ".join(cmd)}
+    out = {"command": " ".join(cmd)}
+    m = re.search(r"pipeline \(process_\w+\): ([\d.]+) cycles/packet", res.stdout)
+    if m:
+        out["pipeline_cycles_per_packet"] = float(m.group(1))
+    m = re.search(r"whole loop .*?: ([\d.]+) cycles/packet = ([\d.]+) Mpps", res.stdout)
+    if m:
+        out["loop_cycles_per_packet"] = float(m.group(1))
+        out["loop_mpps_at_tsc"] = float(m.group(2))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -606,6 +632,11 @@ def run_point(tools, traffic, args, hugepages, point, idx, workdir):
     # Memory without hugepages: pools (~21k x 5 KB) plus about 100 B per exact entry.
     mem_mb = 512 if args.smoke else 1024 + (spec["steering"] * 160 >> 20)
     load_timeout = 30 + spec["steering"] * 40e-6
+    # net_null frees chained mbufs whole but does not advertise multi-segment TX: without the
+    # daemon's --assume-multiseg-tx, encapsulations longer than the mbuf headroom (6+ full
+    # SIDs) would all be dropped as no_headroom instead of taking the chained-header path.
+    gw_extra = ["--assume-multiseg-tx"] if (fabric_dev.startswith("net_null")
+                                            and args.gw_multiseg) else []
     rounds = []
     for r in range(args.repeat):
         tp = run_testpmd(tools, Eal(args, hugepages, f"{tag}r{r}tp", pcap, mem_mb), args.duration,
@@ -613,7 +644,8 @@ def run_point(tools, traffic, args, hugepages, point, idx, workdir):
                          os.path.join(workdir, f"{tag}r{r}-testpmd.log"))
         gw = run_srv6gw(tools, Eal(args, hugepages, f"{tag}r{r}gw", pcap, mem_mb), args.duration,
                         cfg, os.path.join(workdir, f"{tag}r{r}-srv6gw.json"),
-                        os.path.join(workdir, f"{tag}r{r}-srv6gw.log"), load_timeout)
+                        os.path.join(workdir, f"{tag}r{r}-srv6gw.log"), load_timeout,
+                        gw_extra)
         ratio = gw["mpps"] / tp["mpps"] if tp["mpps"] else 0.0
         rounds.append({"testpmd": tp, "srv6gw": gw, "ratio": ratio})
         log(f"  round {r}: testpmd {tp['mpps']:.2f} Mpps ({tp.get('cycles_per_packet', 0):.0f} "
@@ -630,6 +662,10 @@ def run_point(tools, traffic, args, hugepages, point, idx, workdir):
     gw = best["srv6gw"]
     handled = gw["encap"] if spec["direction"] == "encap" else gw["decap"]
     out["handled_fraction"] = handled / gw["rx_packets"] if gw["rx_packets"] else 0.0
+    out["chained_fraction"] = gw["chained_header"] / handled if handled else 0.0
+    if tools.pipeline_bench and spec["direction"] == "encap" and not args.smoke:
+        out["pipeline_bench"] = run_pipeline_bench(tools, cfg, pcap, bool(gw_extra),
+                                                   os.path.join(workdir, f"{tag}-pipeline.log"))
     # A gateway that drops what it should forward is not "fast": no ratio for such a point.
     out["valid"] = out["handled_fraction"] >= 0.99
     if not out["valid"]:
@@ -731,15 +767,22 @@ def render_markdown(results, png_rel, results_rel):
              "the cost of what the gateway does on top of io forwarding (parse, steer, select, "
              "encap/decap). *pipeline* = cycles inside the gateway's process_*_burst alone, when "
              "the daemon reports them separately (`pipeline_tsc`; n/a otherwise). Avg burst = "
-             "packets / bursts received. Ratios are the median round when run with --repeat.")
+             "packets / bursts received. Ratios are the median round when run with --repeat. "
+             "*chained* = share of encapsulations that took a chained header segment (the "
+             "header did not fit the 128 B mbuf headroom; net_null runs with the daemon's "
+             "`--assume-multiseg-tx`). *no-PMD pipeline / loop* = the second setup: the same "
+             "configuration and frames through `pipeline-bench` (no ports: mbufs from a pool, "
+             "the frame copy net_pcap does, the pipeline, the free net_null does), cycles/packet "
+             "of the pipeline and of that whole loop, fastest of 3 rounds.")
     L.append("")
     L.append("| point | sweep | testpmd Mpps | srv6gw Mpps | ratio | testpmd cyc/pkt | srv6gw "
-             "cyc/pkt | extra cyc/pkt | pipeline cyc/pkt | handled | avg burst gw/tp | gw startup s |")
-    L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+             "cyc/pkt | extra cyc/pkt | pipeline cyc/pkt | handled | chained | avg burst gw/tp | "
+             "gw startup s | no-PMD pipeline / loop cyc/pkt |")
+    L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for p in results["points"]:
         if "ratio" not in p:
             L.append(f"| {p['name']} | {','.join(p['sweeps'])} | failed: {p.get('error', '?')[:80]} "
-                     "| | | | | | | | | |")
+                     "| | | | | | | | | | | |")
             continue
         tp, gw = p["testpmd"], p["srv6gw"]
         ratio = f"{p['ratio']:.3f}" if p.get("valid", True) else f"n/a: {p['invalid_reason']}"
@@ -748,9 +791,22 @@ def render_markdown(results, png_rel, results_rel):
         L.append(f"| {p['name']} | {','.join(p['sweeps'])} | {tp['mpps']:.2f} | {gw['mpps']:.2f} | "
                  f"{ratio} | {tp.get('cycles_per_packet', float('nan')):.0f} | "
                  f"{gw['cycles_per_packet']:.0f} | {p.get('extra_cycles_per_packet', float('nan')):.0f} | "
-                 f"{pipe} | {100 * p['handled_fraction']:.1f}% | {gw['avg_burst']:.1f}/"
-                 f"{tp.get('avg_burst', 0):.1f} | {gw['startup_s']:.1f} |")
+                 f"{pipe} | {100 * p['handled_fraction']:.1f}% | "
+                 f"{100 * p.get('chained_fraction', 0):.0f}% | {gw['avg_burst']:.1f}/"
+                 f"{tp.get('avg_burst', 0):.1f} | {gw['startup_s']:.1f} | {pb_cell(p)} |")
     L.append("")
+    u = results.get("updates_under_load")
+    if u:
+        L.append("## Policy updates under load")
+        L.append("")
+        lost = u.get("packets_lost")
+        L.append(f"- {u.get('changes_per_second', float('nan')):.0f} steering changes/s while "
+                 f"forwarding, packets lost: **{lost}** (target 0: "
+                 f"{'meets' if lost == 0 else 'BELOW'})")
+        if u.get("summary"):
+            L.append(f"- {u['summary']}")
+        L.append(f"- command: `{u['command']}`")
+        L.append("")
     if results.get("skipped"):
         L.append("## Not measured")
         L.append("")
@@ -784,6 +840,16 @@ def render_markdown(results, png_rel, results_rel):
             L.append(f"- {n}")
         L.append("")
     return "\n".join(L)
+
+
+def pb_cell(p):
+    pb = p.get("pipeline_bench")
+    if not pb:
+        return "n/a"
+    if "error" in pb:
+        return "failed"
+    return (f"{pb.get('pipeline_cycles_per_packet', float('nan')):.0f} / "
+            f"{pb.get('loop_cycles_per_packet', float('nan')):.0f}")
 
 
 def headline(results):
@@ -836,6 +902,15 @@ def parse_args():
     ap.add_argument("--roce-gen", help="roce-gen binary (default BUILD/tools/roce-gen/roce-gen)")
     ap.add_argument("--srv6gw-pcap", help="srv6gw-pcap binary")
     ap.add_argument("--testpmd", help="dpdk-testpmd (default: from PATH)")
+    ap.add_argument("--pipeline-bench", help="pipeline-bench binary (second setup, no PMDs; "
+                                             "default BUILD/tools/bench/pipeline-bench)")
+    ap.add_argument("--no-pipeline-bench", action="store_true",
+                    help="skip the second setup (pipeline without PMDs)")
+    ap.add_argument("--no-gw-multiseg", dest="gw_multiseg", action="store_false",
+                    help="do not pass --assume-multiseg-tx to the gateway on net_null (6+ full "
+                         "SIDs are then dropped as no_headroom)")
+    ap.add_argument("--updates-under-load", default=os.path.join(HERE, "updates_under_load.py"),
+                    help="script measuring policy updates under load (run when it exists)")
     ap.add_argument("--out", default=os.path.join(SRC, "bench-results"),
                     help="directory for results.json and the plot (default SRC/bench-results)")
     ap.add_argument("--workdir", help="pcaps, configs and logs (default: a temporary directory, "
@@ -877,6 +952,51 @@ def parse_args():
         args.base_steering = 64
         args.hosts, args.qps, args.pcap_frames = 4, 4, 256
     return args
+
+
+UPDATES_POINT = "policy updates under load (100k steering changes/s, 0 lost)"
+
+
+def run_updates_under_load(tools, args, help_text, workdir, results):
+    """The policy-updates-under-load point, measured by its own script when it exists
+    (--updates-under-load, default tools/bench/updates_under_load.py). Contract: the script is
+    run as `SCRIPT --build-dir BUILD --json OUT.json`; exit 0 = measured, OUT.json holds at
+    least {"changes_per_second": float, "packets_lost": int, "summary": str} (anything else is
+    kept in results.json); exit 77 = could not run here, the last output line says why; any
+    other exit = failed."""
+    script = args.updates_under_load
+    if not script or not os.path.exists(script):
+        if not re.search(r"--(agent|listen|grpc)", help_text):
+            reason = ("srv6gw has no control API wired in (no --agent/--listen option in "
+                      "`srv6gw -- --help`): nothing can push changes into a running gateway yet")
+        else:
+            reason = (f"no measuring script ({os.path.relpath(script, SRC) if script else 'none'}"
+                      " missing): the gateway's gRPC agent takes the changes, nothing drives it "
+                      "under load in this run")
+        results["skipped"].append({"point": UPDATES_POINT, "reason": reason})
+        return
+    out_json = os.path.join(workdir, "updates-under-load.json")
+    cmd = [sys.executable, script, "--build-dir", args.build_dir, "--json", out_json]
+    log(f"{UPDATES_POINT}: " + " ".join(cmd))
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    except subprocess.TimeoutExpired:
+        results["skipped"].append({"point": UPDATES_POINT, "reason": "script timed out (30 min)"})
+        return
+    with open(os.path.join(workdir, "updates-under-load.log"), "w") as f:
+        f.write("+ " + " ".join(cmd) + "\n" + res.stdout + res.stderr)
+    last = (res.stdout.strip().splitlines() or res.stderr.strip().splitlines() or [""])[-1]
+    if res.returncode == SKIP:
+        results["skipped"].append({"point": UPDATES_POINT, "reason": f"script skipped: {last}"})
+        return
+    if res.returncode != 0 or not os.path.exists(out_json):
+        results["skipped"].append({"point": UPDATES_POINT,
+                                   "reason": f"script failed (exit {res.returncode}): {last}"})
+        return
+    with open(out_json) as f:
+        data = json.load(f)
+    data["command"] = " ".join(cmd)
+    results["updates_under_load"] = data
 
 
 def daemon_help(tools):
@@ -927,15 +1047,10 @@ def main():
         "points": [], "skipped": [], "notes": [],
     }
     help_text = daemon_help(tools)
-    if not re.search(r"--(agent|listen|grpc)", help_text):
-        reason = ("srv6gw has no control API wired in (no --agent/--listen option in "
-                  "`srv6gw -- --help`): nothing can push changes into a running gateway yet")
-    else:
-        reason = ("not implemented in this harness yet: the gateway's gRPC agent can take the "
-                  "changes (srv6gw-ctl apply), the harness does not drive it under load")
-    results["skipped"].append({
-        "point": "policy updates under load (100k steering changes/s, 0 lost)",
-        "reason": reason})
+    if "--assume-multiseg-tx" not in help_text:
+        args.gw_multiseg = False
+    traffic = TrafficCache(tools, workdir, args)
+    t_start = time.monotonic()
     traffic = TrafficCache(tools, workdir, args)
     t_start = time.monotonic()
     failures = 0
@@ -951,6 +1066,8 @@ def main():
         results["points"].append(res)
         if "ratio" in res and "tsc_mhz" in res["testpmd"]:
             results["tsc_mhz"] = res["testpmd"]["tsc_mhz"]
+    if not args.smoke:
+        run_updates_under_load(tools, args, help_text, workdir, results)
     results["elapsed_s"] = round(time.monotonic() - t_start, 1)
     if not any("burst_histogram" in p.get("srv6gw", {}) for p in results["points"]):
         results["notes"].append(

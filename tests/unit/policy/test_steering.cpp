@@ -241,6 +241,26 @@ TEST(ExactKeyTest, EveryByteIsDefinedAndKeysOfEqualFieldsAreEqual) {
   EXPECT_EQ(std::memcmp(k->addr, made.addr, sizeof made.addr), 0);
 }
 
+// steer_bulk hands the exact table signatures it computed inline: they must be the table's
+// own hash of the key, or every bulk lookup would miss.
+TEST_F(SteeringTest, InlineSignatureIsTheTablesHash) {
+  auto cfg = four_policies();
+  cfg.steering = {testing::exact_rule("10.1.2.3", 5, "exact")};
+  create(cfg);
+  const rte_hash* h = rt_->view()->steering.exact;
+  for (const char* dst : {"10.1.2.3", "0.0.0.0", "255.255.255.255", "fd00:9::1", "::"}) {
+    for (uint32_t qp : {0u, 5u, 0xFFFFFFu, kAnyQp}) {
+      for (uint8_t dscp : {uint8_t(0), uint8_t(26), kAnyDscp}) {
+        const net::IpAddr a = testing::ip(dst);
+        const ExactKey k = make_exact_key(a, qp, dscp);
+        EXPECT_EQ(exact_key_signature(exact_key_head(a.family, qp, dscp), a.bytes.data()),
+                  rte_hash_hash(h, &k))
+            << dst << " qp " << qp << " dscp " << int(dscp);
+      }
+    }
+  }
+}
+
 TEST_F(SteeringTest, NoDscpRulesMeansNoDscpLookups) {
   auto cfg = four_policies();
   cfg.steering = {testing::exact_rule("10.1.2.3", 5, "exact"),

@@ -660,6 +660,9 @@ std::unique_ptr<Agent> Agent::start(const AgentOptions& options, StateSink& sink
   impl->current_mutable = make_state(running, generation);
   impl->current = impl->current_mutable;
   impl->index = ConfigIndex(impl->current->config);
+  // The spare state the first Apply edits (afterwards the previous state serves): copied now,
+  // at start, rather than during the first Apply.
+  impl->spare = copy_state(*impl->current);
   impl->bus.set_generation(generation);
 
   if (!options.state_path.empty()) {

@@ -867,6 +867,9 @@ std::unique_ptr<Agent> Agent::start(const AgentOptions& options, StateSink& sink
   impl->index = ConfigIndex(impl->current->config);
   impl->extras = extras;
   impl->engine_params_from_agent.store(extras.engine_params_from_agent);
+  // The spare state the first Apply edits (afterwards the previous state serves): copied now,
+  // at start, rather than during the first Apply.
+  impl->spare = copy_state(*impl->current);
   impl->bus.set_generation(generation);
 
   if (!options.state_path.empty()) {

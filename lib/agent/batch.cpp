@@ -67,9 +67,20 @@ bool split_keyed(std::string_view path, std::string_view prefix, std::string& ke
 
 }  // namespace
 
+namespace {
+
+// Room to add rules in place without moving every rule to a new allocation at the first
+// addition (amortised afterwards by the vector's growth).
+void reserve_headroom(std::vector<config::SteeringRule>& rules) {
+  rules.reserve(rules.size() + std::max<size_t>(rules.size() / 4, 1024));
+}
+
+}  // namespace
+
 std::shared_ptr<AgentState> make_state(config::GatewayConfig cfg, uint64_t generation) {
   auto state = std::make_shared<AgentState>();
   state->config = std::move(cfg);
+  reserve_headroom(state->config.steering);
   state->generation = generation;
   state->steering_index = index_rules(state->config.steering);
   return state;
@@ -78,6 +89,7 @@ std::shared_ptr<AgentState> make_state(config::GatewayConfig cfg, uint64_t gener
 std::shared_ptr<AgentState> copy_state(const AgentState& s) {
   auto state = std::make_shared<AgentState>();
   state->config = s.config;
+  reserve_headroom(state->config.steering);
   state->generation = s.generation;
   state->steering_index = std::make_shared<SteeringIndex>();
   state->steering_index->position = s.steering_index->position;

@@ -14,7 +14,9 @@ GatewaySink::GatewaySink(dataplane::Gateway& gateway, std::mutex* control_mutex,
 std::optional<config::ConfigError> GatewaySink::apply(const config::GatewayConfig& cfg) {
   std::unique_lock<std::mutex> lock;
   if (control_mutex_) lock = std::unique_lock(*control_mutex_);
-  return gateway_.apply(cfg);
+  // The agent only publishes configurations it validated (ConfigIndex, checked against
+  // config::validate() by tests/agent/test_config_index.cpp).
+  return gateway_.apply_validated(cfg);
 }
 
 StatsSnapshot GatewaySink::stats() {

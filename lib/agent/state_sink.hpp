@@ -34,7 +34,8 @@ class StateSink {
  public:
   virtual ~StateSink() = default;
   // Publishes `cfg` to the data plane. All or nothing: on error nothing changed. Must not
-  // block workers (the Gateway publishes lock-free). Called by one agent thread at a time.
+  // block workers (the Gateway publishes lock-free). Called by one agent thread at a time,
+  // always with a configuration the agent validated (as config::validate() would).
   virtual std::optional<config::ConfigError> apply(const config::GatewayConfig& cfg) = 0;
   // Counters now. Any agent thread.
   virtual StatsSnapshot stats() = 0;

@@ -427,59 +427,60 @@ std::optional<ConfigError> validate_policies(const GatewayConfig& cfg,
 }
 
 std::optional<ConfigError> check_rule_impl(const SteeringRule& r, size_t index) {
-  const std::string rp = rule_path(r, index);
+  // Built only on refusal: this runs for every rule of a batch or file.
+  auto rp = [&] { return rule_path(r, index); };
   switch (r.kind) {
     case SteeringKind::exact:
       if (r.dst.family == net::Family::none) {
-        return err(rp + "/exact/destination", "exact rule needs a destination address");
+        return err(rp() + "/exact/destination", "exact rule needs a destination address");
       }
       if (r.dest_qp > kMaxQp) {
-        return err(rp + "/exact/dest-qp",
+        return err(rp() + "/exact/dest-qp",
                    "dest-qp " + std::to_string(r.dest_qp) + " does not fit in 24 bits");
       }
       break;
     case SteeringKind::dst_any_qp:
       if (r.dst.family == net::Family::none) {
-        return err(rp + "/destination", "destination rule needs a destination address");
+        return err(rp() + "/destination", "destination rule needs a destination address");
       }
       break;
     case SteeringKind::qp_range:
       if (r.qp_low > kMaxQp) {
-        return err(rp + "/qp-range/qp-low",
+        return err(rp() + "/qp-range/qp-low",
                    "qp-low " + std::to_string(r.qp_low) + " does not fit in 24 bits");
       }
       if (r.qp_high > kMaxQp) {
-        return err(rp + "/qp-range/qp-high",
+        return err(rp() + "/qp-range/qp-high",
                    "qp-high " + std::to_string(r.qp_high) + " does not fit in 24 bits");
       }
       if (r.qp_low > r.qp_high) {
-        return err(rp + "/qp-range/qp-high", "qp-high must not be lower than qp-low");
+        return err(rp() + "/qp-range/qp-high", "qp-high must not be lower than qp-low");
       }
       if (r.has_dst && r.dst.family == net::Family::none) {
-        return err(rp + "/qp-range/destination", "destination has no address family");
+        return err(rp() + "/qp-range/destination", "destination has no address family");
       }
       break;
     case SteeringKind::prefix: {
       const unsigned width = family_bits(r.dst.family);
-      if (width == 0) return err(rp + "/prefix", "prefix has no address family");
+      if (width == 0) return err(rp() + "/prefix", "prefix has no address family");
       if (r.prefix_len > width) {
-        return err(rp + "/prefix", "prefix length " + std::to_string(r.prefix_len) + " exceeds " +
-                                       std::to_string(width));
+        return err(rp() + "/prefix", "prefix length " + std::to_string(r.prefix_len) + " exceeds " +
+                                         std::to_string(width));
       }
       if (!host_bits_clear(r.dst, r.prefix_len)) {
-        return err(rp + "/prefix", "prefix " + net::to_string(r.dst) + "/" +
-                                       std::to_string(r.prefix_len) +
-                                       " has bits set beyond its length");
+        return err(rp() + "/prefix", "prefix " + net::to_string(r.dst) + "/" +
+                                         std::to_string(r.prefix_len) +
+                                         " has bits set beyond its length");
       }
       break;
     }
     default:
-      return err(rp, "unknown rule kind " + std::to_string(int(r.kind)));
+      return err(rp(), "unknown rule kind " + std::to_string(int(r.kind)));
   }
   if (r.dscp && *r.dscp > 63) {
-    return err(rp + "/dscp", "dscp must be 0..63, not " + std::to_string(*r.dscp));
+    return err(rp() + "/dscp", "dscp must be 0..63, not " + std::to_string(*r.dscp));
   }
-  if (r.policy.empty()) return err(rp + "/policy", "rule names no policy");
+  if (r.policy.empty()) return err(rp() + "/policy", "rule names no policy");
   return std::nullopt;
 }
 
@@ -700,29 +701,30 @@ void SteeringCounts::add(const SteeringRule& r, int delta) {
 
 std::optional<ConfigError> SteeringCounts::check(const Capacities& caps, const SteeringRule& r,
                                                  size_t index) const {
-  const std::string rp = rule_path(r, index);
+  // Built only on refusal: this runs for every rule of a batch or file.
+  auto rp = [&] { return rule_path(r, index); };
   switch (r.kind) {
     case SteeringKind::exact:
     case SteeringKind::dst_any_qp:
       if (exact > int64_t(caps.exact_entries)) {
-        return err(rp, "exact and destination rules exceed capacities/exact-entries (" +
-                           std::to_string(caps.exact_entries) + ")");
+        return err(rp(), "exact and destination rules exceed capacities/exact-entries (" +
+                             std::to_string(caps.exact_entries) + ")");
       }
       break;
     case SteeringKind::qp_range:
       if (qp_ranges > int64_t(caps.qp_ranges)) {
-        return err(rp, "QP range rules exceed capacities/qp-ranges (" +
-                           std::to_string(caps.qp_ranges) + ")");
+        return err(rp(), "QP range rules exceed capacities/qp-ranges (" +
+                             std::to_string(caps.qp_ranges) + ")");
       }
       break;
     case SteeringKind::prefix:
       if (r.dst.family == net::Family::ipv4 && lpm4 > int64_t(caps.lpm4_rules)) {
-        return err(rp, "IPv4 prefix rules exceed capacities/lpm4-rules (" +
-                           std::to_string(caps.lpm4_rules) + ")");
+        return err(rp(), "IPv4 prefix rules exceed capacities/lpm4-rules (" +
+                             std::to_string(caps.lpm4_rules) + ")");
       }
       if (r.dst.family != net::Family::ipv4 && lpm6 > int64_t(caps.lpm6_rules)) {
-        return err(rp, "IPv6 prefix rules exceed capacities/lpm6-rules (" +
-                           std::to_string(caps.lpm6_rules) + ")");
+        return err(rp(), "IPv6 prefix rules exceed capacities/lpm6-rules (" +
+                             std::to_string(caps.lpm6_rules) + ")");
       }
       break;
   }

@@ -93,7 +93,16 @@ class GatewayImpl final : public Gateway {
   }
 
   std::optional<config::ConfigError> apply(const config::GatewayConfig& cfg) override {
-    auto e = runtime_->apply(cfg);
+    return publish(cfg, runtime_->apply(cfg));
+  }
+
+  std::optional<config::ConfigError> apply_validated(const config::GatewayConfig& cfg) override {
+    return publish(cfg, runtime_->apply_validated(cfg));
+  }
+
+  // What follows a Runtime apply: engine reflection flag and per-path stats layouts.
+  std::optional<config::ConfigError> publish(const config::GatewayConfig& cfg,
+                                             std::optional<config::ConfigError> e) {
     if (!e) {
       reflect_->enabled.store(cfg.engine.reflect, std::memory_order_relaxed);
       std::lock_guard lock(stats_mutex_);

@@ -69,6 +69,11 @@ class Gateway {
   // Validates and publishes a whole new configuration (policies, steering, local SIDs,
   // actions). All or nothing: on error the running state is untouched.
   virtual std::optional<config::ConfigError> apply(const config::GatewayConfig& cfg) = 0;
+  // apply() of a configuration the caller already checked as config::validate() does (the
+  // gRPC agent): skips that O(size) re-check; the data plane's own checks remain.
+  virtual std::optional<config::ConfigError> apply_validated(const config::GatewayConfig& cfg) {
+    return apply(cfg);
+  }
 
   // Reclaims objects retired by earlier applies whose grace period has passed. Called by the
   // control loop; never blocks on workers.

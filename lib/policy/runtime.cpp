@@ -170,6 +170,11 @@ std::optional<config::ConfigError> Runtime::apply(const config::GatewayConfig& c
   return apply_locked(cfg);
 }
 
+std::optional<config::ConfigError> Runtime::apply_validated(const config::GatewayConfig& cfg) {
+  std::lock_guard lock(mutex_);
+  return apply_locked(cfg, /*validated=*/true);
+}
+
 std::optional<uint32_t> Runtime::slot_of(std::string_view policy) const {
   std::lock_guard lock(mutex_);
   auto it = slot_by_name_.find(policy);
@@ -222,9 +227,14 @@ std::optional<config::ConfigError> Runtime::set_path_factors(std::string_view po
   return std::nullopt;
 }
 
-std::optional<config::ConfigError> Runtime::apply_locked(const config::GatewayConfig& cfg) {
+std::optional<config::ConfigError> Runtime::apply_locked(const config::GatewayConfig& cfg,
+                                                         bool validated) {
 #ifdef SRV6GW_HAVE_CONFIG_VALIDATE
-  if (auto e = config::validate(cfg)) return e;
+  if (!validated) {
+    if (auto e = config::validate(cfg)) return e;
+  }
+#else
+  (void)validated;
 #endif
   const config::Capacities& caps = cfg.capacities;
   if (!(caps == running_.capacities))

@@ -108,6 +108,10 @@ class Runtime {
   // selection state); changed ones are rebuilt, carrying engine factors over by
   // segment-list name. Capacities are fixed at create() and cannot change here.
   std::optional<config::ConfigError> apply(const config::GatewayConfig& cfg);
+  // The same for a configuration the caller has already checked as config::validate() does
+  // (the gRPC agent validates each batch incrementally): skips that O(size) re-check, keeps
+  // every check of the data plane's own.
+  std::optional<config::ConfigError> apply_validated(const config::GatewayConfig& cfg);
 
   // Local SR engine: publishes a copy of `policy` with new per-segment-list factors (config
   // order). Never patches the running object.
@@ -157,7 +161,8 @@ class Runtime {
     uint32_t slot;
   };
 
-  std::optional<config::ConfigError> apply_locked(const config::GatewayConfig& cfg);
+  std::optional<config::ConfigError> apply_locked(const config::GatewayConfig& cfg,
+                                                  bool validated = false);
   void retire(std::function<void()> free_fn);
 
   // Writer: control thread under mutex_. Readers: workers (view_, slots_, exact_, lpm4_).

@@ -50,6 +50,10 @@ const char* kUsage =
     "  path down|up POLICY SEGMENT-LIST | path down|up POLICY --path-id N\n"
     "                           take a path out of service in the local SR engine, or put\n"
     "                           it back at full weight\n"
+    "  engine show              local SR engine parameters in force\n"
+    "  engine set KEY=VALUE... [--dry-run] [--expected-generation N]\n"
+    "                           change engine parameters live (KEY: YANG leaf of container\n"
+    "                           engine, e.g. alpha=0.5 hold-down-us=2000 reflect=false)\n"
     "  health [--service NAME]  grpc.health.v1 check\n";
 
 struct Cli {
@@ -619,7 +623,9 @@ std::string event_line(const v1::Event& e) {
          std::to_string(n.policies_deleted()) + " steering +" +
          std::to_string(n.steering_upserted()) + " -" + std::to_string(n.steering_deleted()) +
          " local-sids +" + std::to_string(n.local_sids_upserted()) + " -" +
-         std::to_string(n.local_sids_deleted()) + " from " + e.config_applied().origin();
+         std::to_string(n.local_sids_deleted()) +
+         (e.config_applied().engine_params() ? " engine-params" : "") + " from " +
+         e.config_applied().origin();
   } else if (e.has_path()) {
     const auto& p = e.path();
     char f[64];
@@ -694,6 +700,110 @@ int cmd_path(Ctx& c) {
   return kExitOk;
 }
 
+// EngineParams field <-> YANG leaf name (interval_us <-> interval-us).
+std::string leaf_name(std::string field) {
+  std::replace(field.begin(), field.end(), '_', '-');
+  return field;
+}
+
+std::string field_text(const Message& m, const google::protobuf::FieldDescriptor* f) {
+  const auto* r = m.GetReflection();
+  switch (f->cpp_type()) {
+    case google::protobuf::FieldDescriptor::CPPTYPE_BOOL:
+      return r->GetBool(m, f) ? "true" : "false";
+    case google::protobuf::FieldDescriptor::CPPTYPE_UINT32:
+      return std::to_string(r->GetUInt32(m, f));
+    case google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE: {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.6g", r->GetDouble(m, f));
+      return b;
+    }
+    default:
+      return "?";
+  }
+}
+
+void print_engine_params(const v1::EngineParams& p) {
+  Table t({"parameter", "value"});
+  const auto* d = v1::EngineParams::descriptor();
+  for (int i = 0; i < d->field_count(); ++i)
+    t.add({leaf_name(d->field(i)->name()), field_text(p, d->field(i))});
+  t.print(std::cout);
+}
+
+// KEY=VALUE with KEY a leaf of the YANG container engine (or its proto field name).
+void set_engine_field(v1::EngineParams& p, const std::string& arg) {
+  const auto eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0) usage_error("engine set KEY=VALUE, not '" + arg + "'");
+  std::string key = arg.substr(0, eq);
+  const std::string value = arg.substr(eq + 1);
+  std::replace(key.begin(), key.end(), '-', '_');
+  const auto* f = v1::EngineParams::descriptor()->FindFieldByName(key);
+  if (!f) usage_error("unknown engine parameter '" + arg.substr(0, eq) + "'");
+  const auto* r = p.GetReflection();
+  switch (f->cpp_type()) {
+    case google::protobuf::FieldDescriptor::CPPTYPE_BOOL:
+      if (value != "true" && value != "false")
+        usage_error(leaf_name(key) + " must be true or false, not '" + value + "'");
+      r->SetBool(&p, f, value == "true");
+      break;
+    case google::protobuf::FieldDescriptor::CPPTYPE_UINT32:
+      r->SetUInt32(&p, f, parse_number<uint32_t>(value, leaf_name(key).c_str()));
+      break;
+    case google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE: {
+      char* end = nullptr;
+      const double v = std::strtod(value.c_str(), &end);
+      if (value.empty() || end != value.c_str() + value.size())
+        usage_error(leaf_name(key) + " must be a number, not '" + value + "'");
+      r->SetDouble(&p, f, v);
+      break;
+    }
+    default:
+      usage_error("engine parameter '" + leaf_name(key) + "' has an unexpected type");
+  }
+}
+
+int cmd_engine(Ctx& c) {
+  const SubArgs s = sub_args(c.cli.args, 1, {"--expected-generation"}, {"--dry-run"});
+  if (s.words.empty() || (s.words[0] != "show" && s.words[0] != "set"))
+    usage_error("engine show, or engine set KEY=VALUE...");
+  grpc::ClientContext ctx;
+  c.deadline(ctx);
+  if (s.words[0] == "show") {
+    if (s.words.size() != 1) usage_error("unexpected argument " + s.words[1]);
+    v1::GetEngineParamsResponse resp;
+    auto st = c.stub->GetEngineParams(&ctx, {}, &resp);
+    if (!st.ok()) return fail(st, c.where);
+    if (c.cli.json) {
+      std::cout << to_json(resp);
+      return kExitOk;
+    }
+    print_engine_params(resp.params());
+    std::cout << "(generation " << resp.generation() << ", "
+              << (resp.set_by_agent() ? "set over gRPC" : "from the configuration file") << ")\n";
+    return kExitOk;
+  }
+  if (s.words.size() < 2) usage_error("engine set needs at least one KEY=VALUE");
+  v1::SetEngineParamsRequest req;
+  for (size_t i = 1; i < s.words.size(); ++i) set_engine_field(*req.mutable_params(), s.words[i]);
+  req.set_dry_run(s.has("--dry-run"));
+  if (auto g = s.get("--expected-generation"))
+    req.set_expected_generation(parse_number<uint64_t>(*g, "--expected-generation"));
+  v1::SetEngineParamsResponse resp;
+  auto st = c.stub->SetEngineParams(&ctx, req, &resp);
+  if (!st.ok()) return fail(st, c.where);
+  if (c.cli.json) {
+    std::cout << to_json(resp);
+    return kExitOk;
+  }
+  std::cout << (resp.dry_run()   ? "dry run: would apply"
+                : resp.changed() ? "applied"
+                                 : "unchanged")
+            << ", generation " << resp.generation() << "\n";
+  print_engine_params(resp.params());
+  return kExitOk;
+}
+
 int cmd_health(Ctx& c) {
   const SubArgs s = sub_args(c.cli.args, 1, {"--service"}, {});
   if (!s.words.empty()) usage_error("unexpected argument " + s.words[0]);
@@ -730,6 +840,7 @@ int main(int argc, char** argv) {
   if (cmd == "stats") return cmd_stats(c);
   if (cmd == "watch") return cmd_watch(c);
   if (cmd == "path") return cmd_path(c);
+  if (cmd == "engine") return cmd_engine(c);
   if (cmd == "health") return cmd_health(c);
   usage_error("unknown command '" + cmd + "'");
 }

@@ -51,15 +51,25 @@ agent::EventKind kind_of(const engine::Decision& d) {
 EngineRunner::EngineRunner(dataplane::Gateway& gw, const engine::Params& params)
     : gw_(gw),
       engine_(params),
-      attributor_([&gw](const net::IpAddr& local, const net::IpAddr& remote,
-                        std::vector<uint16_t>& ids) { gw.recent_paths(local, remote, ids); }),
+      attributor_(
+          [&gw](const net::IpAddr& local, const net::IpAddr& remote,
+                std::vector<dataplane::RecentUse>& uses) { gw.recent_paths(local, remote, uses); }),
       events_(kDrainBatch) {
   sync_policies();
 }
 
 void EngineRunner::sync_policies() {
   synced_generation_ = gw_.runtime().view()->generation;
-  engine_.set_params(gw_.running_config().engine);
+  if (const engine::Params& p = gw_.running_config().engine; !(p == engine_.params())) {
+    spdlog::info(
+        "engine: parameters now enabled={} interval-us={} alpha={} decrease={} min-factor={} "
+        "decrease-gap-us={} exclude-threshold={} readmit-threshold={} readmit-factor={} "
+        "hold-down-us={} max-hold-down-us={} recovery-step={} recovery-period-us={} reflect={}",
+        p.enabled, p.interval_us, p.alpha, p.decrease, p.min_factor, p.decrease_gap_us,
+        p.exclude_threshold, p.readmit_threshold, p.readmit_factor, p.hold_down_us,
+        p.max_hold_down_us, p.recovery_step, p.recovery_period_us, p.reflect);
+    engine_.set_params(p);
+  }
   std::vector<engine::PolicySpec> specs;
   for (const config::Policy& p : gw_.running_config().policies) {
     engine::PolicySpec s{p.name, {}};

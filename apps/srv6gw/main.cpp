@@ -177,7 +177,9 @@ void control_loop(App& app) {
   {
     std::lock_guard lock(app.control_mutex);
     prev = take_snapshot(app);
-    app.engine = std::make_unique<EngineRunner>(*app.gateway, app.gateway->running_config().engine);
+    if (!app.engine)
+      app.engine =
+          std::make_unique<EngineRunner>(*app.gateway, app.gateway->running_config().engine);
     app.engine->set_event_bus(app.event_bus);
   }
   while (!g_stop.load(std::memory_order_relaxed)) {
@@ -372,6 +374,7 @@ int run(int argc, char** argv) {
   // local SIDs; it is restored before any port starts, so traffic never sees the file's rules
   // first. An unusable state file is set aside (never silently discarded) and logged.
   uint64_t generation = 0;
+  agent::StateExtras restored_extras;
   if (agent_opts.enabled) {
     agent::StartupState st = agent::restore_startup_state(agent_opts.state_path, app.config);
     if (st.restored)
@@ -381,6 +384,7 @@ int run(int argc, char** argv) {
                     agent_opts.state_path, st.set_aside, app.options.config_path);
     app.config = std::move(st.config);
     generation = st.generation;
+    restored_extras = st.extras;
   }
 
   std::vector<std::string> eal_args = split.eal;
@@ -407,6 +411,21 @@ int run(int argc, char** argv) {
   int rc = 0;
   if (bring_up(app)) {
     register_telemetry(app);
+    // The local SR engine exists before the first packet, so that paths the controller took
+    // down before a restart are down from the start.
+    {
+      std::lock_guard lock(app.control_mutex);
+      app.engine =
+          std::make_unique<EngineRunner>(*app.gateway, app.gateway->running_config().engine);
+      for (const agent::PathDown& d : restored_extras.paths_down) {
+        if (app.engine->set_admin(d.path_id, false, steady_now_ns()))
+          spdlog::info("engine: policy {} segment-list {} (path {}) restored down", d.policy,
+                       d.segment_list, d.path_id);
+        else
+          spdlog::warn("engine: path {} ({}/{}) was down before the restart but is unknown now",
+                       d.path_id, d.policy, d.segment_list);
+      }
+    }
     // The agent starts before the workers: a gateway whose control path cannot listen (socket
     // in use, bad certificates) stops here instead of forwarding unmanaged.
     agent::GatewaySink sink(*app.gateway, &app.control_mutex, [] {
@@ -416,7 +435,8 @@ int run(int argc, char** argv) {
     });
     std::unique_ptr<agent::Agent> grpc_agent;
     if (agent_opts.enabled) {
-      grpc_agent = agent::Agent::start(agent_opts, sink, app.config, generation, agent_error);
+      grpc_agent = agent::Agent::start(agent_opts, sink, app.config, generation, agent_error,
+                                       restored_extras);
       if (grpc_agent) {
         spdlog::info("agent: listening on {}", grpc_agent->address());
         app.event_bus = &grpc_agent->events();

@@ -19,12 +19,14 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <numeric>
 #include <sstream>
+#include <thread>
 
 #include "agent/convert.hpp"
 #include "grpc/health/v1/health.pb.h"
@@ -99,6 +101,7 @@ void to_proto(const Event& e, v1::Event& out) {
   if (auto* a = std::get_if<ConfigAppliedEvent>(&e.detail)) {
     to_proto(a->counts, *out.mutable_config_applied()->mutable_counts());
     out.mutable_config_applied()->set_origin(a->origin);
+    out.mutable_config_applied()->set_engine_params(a->engine_params);
   } else if (auto* p = std::get_if<PathEvent>(&e.detail)) {
     auto* o = out.mutable_path();
     o->set_policy(p->policy);
@@ -226,6 +229,82 @@ bool prepare_unix_socket(const std::string& path, std::string& error) {
   return true;
 }
 
+void to_proto(const engine::Params& p, v1::EngineParams& o) {
+  o.set_enabled(p.enabled);
+  o.set_interval_us(p.interval_us);
+  o.set_alpha(p.alpha);
+  o.set_decrease(p.decrease);
+  o.set_min_factor(p.min_factor);
+  o.set_decrease_gap_us(p.decrease_gap_us);
+  o.set_exclude_threshold(p.exclude_threshold);
+  o.set_readmit_threshold(p.readmit_threshold);
+  o.set_readmit_factor(p.readmit_factor);
+  o.set_hold_down_us(p.hold_down_us);
+  o.set_max_hold_down_us(p.max_hold_down_us);
+  o.set_recovery_step(p.recovery_step);
+  o.set_recovery_period_us(p.recovery_period_us);
+  o.set_reflect(p.reflect);
+}
+
+// The fields present in `in` overwrite `p`. Decimals are rounded to the six fraction digits
+// of the YANG decimal64 leaves (so what runs is what the state file will hold). Returns the
+// first non-finite field ("params.alpha: ..."), "" otherwise.
+std::string merge_engine_params(const v1::EngineParams& in, engine::Params& p) {
+  std::string bad;
+  auto dec = [&](bool has, double v, const char* name, double& to) {
+    if (!has || !bad.empty()) return;
+    if (!std::isfinite(v) || std::fabs(v) > 1e12) {
+      bad = std::string("params.") + name + ": " + std::to_string(v) +
+            " is not a usable number (/srv6gw:gateway/engine/" + name + ")";
+      for (size_t i = bad.find('(') + 1; i < bad.size(); ++i)
+        if (bad[i] == '_') bad[i] = '-';
+      return;
+    }
+    to = std::round(v * 1e6) / 1e6;
+  };
+  if (in.has_enabled()) p.enabled = in.enabled();
+  if (in.has_interval_us()) p.interval_us = in.interval_us();
+  dec(in.has_alpha(), in.alpha(), "alpha", p.alpha);
+  dec(in.has_decrease(), in.decrease(), "decrease", p.decrease);
+  dec(in.has_min_factor(), in.min_factor(), "min_factor", p.min_factor);
+  if (in.has_decrease_gap_us()) p.decrease_gap_us = in.decrease_gap_us();
+  dec(in.has_exclude_threshold(), in.exclude_threshold(), "exclude_threshold", p.exclude_threshold);
+  dec(in.has_readmit_threshold(), in.readmit_threshold(), "readmit_threshold", p.readmit_threshold);
+  dec(in.has_readmit_factor(), in.readmit_factor(), "readmit_factor", p.readmit_factor);
+  if (in.has_hold_down_us()) p.hold_down_us = in.hold_down_us();
+  if (in.has_max_hold_down_us()) p.max_hold_down_us = in.max_hold_down_us();
+  dec(in.has_recovery_step(), in.recovery_step(), "recovery_step", p.recovery_step);
+  if (in.has_recovery_period_us()) p.recovery_period_us = in.recovery_period_us();
+  if (in.has_reflect()) p.reflect = in.reflect();
+  return bad;
+}
+
+// "params.<field>: <why> (<YANG node>)" for a refusal under /srv6gw:gateway/engine, else the
+// refusal as it is (a configuration that did not validate for another reason).
+std::string describe_engine_error(const config::ConfigError& e) {
+  constexpr std::string_view kEngine = "/srv6gw:gateway/engine/";
+  if (e.path.rfind(kEngine, 0) == 0) {
+    std::string field = e.path.substr(kEngine.size());
+    std::replace(field.begin(), field.end(), '-', '_');
+    return "params." + field + ": " + e.message + " (" + e.path + ")";
+  }
+  return "configuration refused: " + e.message + " (" + e.path + ")";
+}
+
+// Paths down whose path id the configuration no longer has are forgotten (the engine forgets
+// them too: its path state follows the path id).
+std::vector<PathDown> paths_still_configured(const std::vector<PathDown>& down,
+                                             const config::GatewayConfig& cfg) {
+  std::vector<PathDown> kept;
+  for (const PathDown& d : down) {
+    bool known = false;
+    for (const config::Policy& p : cfg.policies)
+      for (const config::SegmentList& sl : p.segment_lists) known |= sl.path_id == d.path_id;
+    if (known) kept.push_back(d);
+  }
+  return kept;
+}
+
 }  // namespace
 
 struct Agent::Impl final : public v1::Gateway::Service {
@@ -235,6 +314,36 @@ struct Agent::Impl final : public v1::Gateway::Service {
   std::mutex apply_mutex;  // one Apply at a time (gRPC threads)
   mutable std::mutex state_mutex;
   std::shared_ptr<const AgentState> current;  // guarded by state_mutex
+  // Relations between the objects of `current` for incremental validation. Read and
+  // written only by Apply, under apply_mutex.
+  ConfigIndex index;
+  // Apply only (apply_mutex): the state published before `current` (readers may still hold
+  // it) and the changes that turn it into `current`. The next Apply brings it up to date and
+  // edits it into the next state, so that no Apply copies the whole configuration. Null when
+  // there is none (start, or after a failed Apply left it half-edited).
+  std::shared_ptr<AgentState> spare;
+  Changeset spare_behind;
+  std::shared_ptr<AgentState> current_mutable;  // == current, writable for the next swap
+
+  // A state equal to `base` that nobody reads, to edit into the next one: the spare brought
+  // up to date (O(last batch)) once its last readers are gone, else a copy (O(size)).
+  std::shared_ptr<AgentState> take_spare(const std::shared_ptr<const AgentState>& base) {
+    if (spare) {
+      // Readers hold a state for one call (a List page, a Get): wait for them a little.
+      for (int i = 0; i < 2000 && spare.use_count() > 1; ++i)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      if (spare.use_count() == 1) {
+        auto s = std::move(spare);
+        apply_changeset(spare_behind, *s);
+        spare_behind = Changeset{};
+        s->generation = base->generation;
+        return s;
+      }
+      spdlog::info("agent: the previous state is still being read; copying the running one");
+      spare.reset();
+    }
+    return copy_state(*base);
+  }
   std::unique_ptr<grpc::Server> server;
   std::string address;
   std::string socket_path;  // unix listener, "" for TCP
@@ -242,6 +351,11 @@ struct Agent::Impl final : public v1::Gateway::Service {
   std::once_flag stopped;
   std::mutex path_handler_mutex;
   PathStateHandler path_handler;  // guarded by path_handler_mutex
+  // What the state file holds beside the configuration (paths down, engine parameters set
+  // over gRPC). Read and written by gRPC threads under apply_mutex (every state-file write
+  // holds it); engine_params_from_agent mirrors its flag for lock-free readers.
+  StateExtras extras;
+  std::atomic<bool> engine_params_from_agent{false};
 
   Impl(const AgentOptions& o, StateSink& s) : options(o), sink(s) {}
 
@@ -272,7 +386,7 @@ struct Agent::Impl final : public v1::Gateway::Service {
     if (req->changes_size() == 0) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "changes: the batch is empty");
     }
-    Batch batch(*base, req->changes());
+    Batch batch(*base, index, req->changes());
     if (auto e = batch.run()) {
       spdlog::warn("agent: {}refused a batch of {} changes from {}: {}",
                    req->dry_run() ? "dry run " : "", req->changes_size(), ctx->peer(), e->message);
@@ -290,18 +404,26 @@ struct Agent::Impl final : public v1::Gateway::Service {
       return grpc::Status::OK;
     }
 
+    const auto t_edit = Clock::now();
+    std::shared_ptr<AgentState> next = take_spare(base);
+    apply_changeset(batch.changeset(), *next);
+    const double edit_ms = ms_since(t_edit);
+
     const auto t1 = Clock::now();
-    if (auto e = sink.apply(batch.candidate())) {
+    if (auto e = sink.apply(next->config)) {
       const std::string msg = "data plane refused: " + batch.describe(*e);
       spdlog::warn("agent: batch from {} {}", ctx->peer(), msg);
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);  // `next` is dropped
     }
     const double sink_ms = ms_since(t1);
     const uint64_t generation = base->generation + 1;
+    next->generation = generation;
 
     const auto t2 = Clock::now();
+    StateExtras next_extras = extras;
+    next_extras.paths_down = paths_still_configured(extras.paths_down, next->config);
     if (!options.state_path.empty()) {
-      if (auto why = write_state_file(options.state_path, batch.candidate(), generation);
+      if (auto why = write_state_file(options.state_path, next->config, generation, next_extras);
           !why.empty()) {
         spdlog::error("agent: cannot persist generation {}: {}; rolling back", generation, why);
         if (auto e = sink.apply(base->config)) {
@@ -316,8 +438,13 @@ struct Agent::Impl final : public v1::Gateway::Service {
       }
     }
     const double persist_ms = ms_since(t2);
+    extras = std::move(next_extras);
 
-    publish(batch.next(generation));
+    index.commit(batch.delta());  // before `base` can be edited: delta() points into it
+    spare = std::move(current_mutable);
+    spare_behind = batch.take_changeset();
+    current_mutable = next;
+    publish(std::move(next));
     bus.set_generation(generation);
     Event ev;
     ev.kind = EventKind::config_applied;
@@ -328,9 +455,9 @@ struct Agent::Impl final : public v1::Gateway::Service {
     const ChangeCounts& c = batch.counts();
     spdlog::info(
         "agent: generation {} from {}: policies +{} -{}, steering +{} -{}, local SIDs +{} -{} "
-        "(validate {:.1f} ms, data plane {:.1f} ms, persist {:.1f} ms)",
+        "(validate {:.1f} ms, edit {:.1f} ms, data plane {:.1f} ms, persist {:.1f} ms)",
         generation, ctx->peer(), c.policies_upserted, c.policies_deleted, c.steering_upserted,
-        c.steering_deleted, c.local_sids_upserted, c.local_sids_deleted, batch_ms, sink_ms,
+        c.steering_deleted, c.local_sids_upserted, c.local_sids_deleted, batch_ms, edit_ms, sink_ms,
         persist_ms);
     resp->set_generation(generation);
     return grpc::Status::OK;
@@ -537,6 +664,8 @@ struct Agent::Impl final : public v1::Gateway::Service {
     }
     if (!handler)
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "this gateway takes no path commands");
+    // Serialised with Apply and SetEngineParams: every state-file write holds apply_mutex.
+    std::lock_guard apply_lock(apply_mutex);
     const PathStateOutcome out = handler(cmd);
     const std::string what = "policy '" + cmd.policy + "' " +
                              (cmd.segment_list ? "segment-list '" + *cmd.segment_list + "'"
@@ -555,6 +684,34 @@ struct Agent::Impl final : public v1::Gateway::Service {
         return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                             what + ": " + (out.message.empty() ? "not running" : out.message));
     }
+    // A path down is persisted (down again after a restart); a path up is forgotten.
+    StateExtras next_extras = extras;
+    auto& down = next_extras.paths_down;
+    down.erase(std::remove_if(down.begin(), down.end(),
+                              [&](const PathDown& d) { return d.path_id == out.path_id; }),
+               down.end());
+    if (!cmd.up) down.push_back(PathDown{cmd.policy, out.segment_list, out.path_id});
+    if (!(next_extras == extras) && !options.state_path.empty()) {
+      const auto s = snapshot();
+      if (auto why = write_state_file(options.state_path, s->config, s->generation, next_extras);
+          !why.empty()) {
+        spdlog::error("agent: cannot persist {} {}: {}; putting it back", what,
+                      cmd.up ? "up" : "down", why);
+        if (out.changed) {
+          PathStateCommand undo = cmd;
+          undo.up = !cmd.up;
+          undo.segment_list.reset();
+          undo.path_id = out.path_id;
+          if (handler(undo).status != PathStateOutcome::Status::ok)
+            spdlog::critical("agent: could not put {} back; the engine runs an unpersisted state",
+                             what);
+        }
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            what + ": the state could not be persisted (" + why +
+                                "); the path was put back as it was");
+      }
+    }
+    extras = std::move(next_extras);
     spdlog::info("agent: {} set {} by {}{}", what, cmd.up ? "up" : "down", ctx->peer(),
                  out.changed ? "" : " (no change)");
     resp->set_segment_list(out.segment_list);
@@ -562,6 +719,94 @@ struct Agent::Impl final : public v1::Gateway::Service {
     resp->set_changed(out.changed);
     resp->set_factor(out.factor);
     resp->set_generation(snapshot()->generation);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetEngineParams(grpc::ServerContext*, const v1::GetEngineParamsRequest*,
+                               v1::GetEngineParamsResponse* resp) override {
+    const auto s = snapshot();
+    to_proto(s->config.engine, *resp->mutable_params());
+    resp->set_generation(s->generation);
+    resp->set_set_by_agent(engine_params_from_agent.load());
+    return grpc::Status::OK;
+  }
+
+  // Like an Apply of the engine container alone: same validation, publication through the
+  // sink (the daemon's engine takes the new parameters on its next poll), persistence and
+  // generation, all or nothing.
+  grpc::Status SetEngineParams(grpc::ServerContext* ctx, const v1::SetEngineParamsRequest* req,
+                               v1::SetEngineParamsResponse* resp) override {
+    std::lock_guard apply_lock(apply_mutex);
+    const auto base = snapshot();
+    if (req->has_expected_generation() && req->expected_generation() != base->generation) {
+      const std::string message = "stale generation: expected_generation is " +
+                                  std::to_string(req->expected_generation()) +
+                                  ", the running generation is " + std::to_string(base->generation);
+      spdlog::warn("agent: refused engine parameters from {}: {}", ctx->peer(), message);
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, message);
+    }
+    engine::Params params = base->config.engine;
+    if (auto bad = merge_engine_params(req->params(), params); !bad.empty()) {
+      spdlog::warn("agent: refused engine parameters from {}: {}", ctx->peer(), bad);
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, bad);
+    }
+    config::GatewayConfig candidate = base->config;
+    candidate.engine = params;
+    if (auto e = config::validate(candidate)) {
+      const std::string msg = describe_engine_error(*e);
+      spdlog::warn("agent: {}refused engine parameters from {}: {}",
+                   req->dry_run() ? "dry run " : "", ctx->peer(), msg);
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);
+    }
+    to_proto(params, *resp->mutable_params());
+    resp->set_dry_run(req->dry_run());
+    resp->set_generation(base->generation);
+    const bool changed = !(params == base->config.engine);
+    resp->set_changed(changed);
+    if (req->dry_run() || !changed) return grpc::Status::OK;
+
+    if (auto e = sink.apply(candidate)) {
+      const std::string msg = "data plane refused: " + describe_engine_error(*e);
+      spdlog::warn("agent: engine parameters from {}: {}", ctx->peer(), msg);
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);
+    }
+    const uint64_t generation = base->generation + 1;
+    StateExtras next_extras = extras;
+    next_extras.engine_params_from_agent = true;
+    if (!options.state_path.empty()) {
+      if (auto why = write_state_file(options.state_path, candidate, generation, next_extras);
+          !why.empty()) {
+        spdlog::error("agent: cannot persist generation {}: {}; rolling back", generation, why);
+        if (auto e = sink.apply(base->config))
+          spdlog::critical(
+              "agent: ROLLBACK FAILED, the data plane runs an unpersisted configuration: {}: {}",
+              e->path, e->message);
+        return grpc::Status(
+            grpc::StatusCode::UNAVAILABLE,
+            "the state could not be persisted (" + why + "); the change was rolled back");
+      }
+    }
+    extras = std::move(next_extras);
+    engine_params_from_agent.store(true);
+    // The new state replaces the whole configuration object, so Apply's spare (an older
+    // copy it would bring up to date with policy changes only) and the index (pointers into
+    // the replaced object) are rebuilt from it: otherwise the next Apply would edit the spare
+    // and silently revert these parameters.
+    auto next = make_state(std::move(candidate), generation);
+    spare.reset();
+    spare_behind = Changeset{};
+    current_mutable = next;
+    index = ConfigIndex(current_mutable->config);
+    publish(std::move(next));
+    bus.set_generation(generation);
+    Event ev;
+    ev.kind = EventKind::config_applied;
+    ev.generation = generation;
+    ev.detail = ConfigAppliedEvent{ChangeCounts{}, ctx->peer(), true};
+    bus.publish(std::move(ev));
+    spdlog::info("agent: generation {} from {}: local SR engine parameters changed", generation,
+                 ctx->peer());
+    resp->set_generation(generation);
     return grpc::Status::OK;
   }
 
@@ -611,13 +856,17 @@ Agent::~Agent() {
 
 std::unique_ptr<Agent> Agent::start(const AgentOptions& options, StateSink& sink,
                                     const config::GatewayConfig& running, uint64_t generation,
-                                    std::string& error) {
+                                    std::string& error, const StateExtras& extras) {
   if (!options.enabled) {
     error = "the agent is disabled (--no-agent)";
     return nullptr;
   }
   auto impl = std::make_unique<Impl>(options, sink);
-  impl->current = make_state(running, generation);
+  impl->current_mutable = make_state(running, generation);
+  impl->current = impl->current_mutable;
+  impl->index = ConfigIndex(impl->current->config);
+  impl->extras = extras;
+  impl->engine_params_from_agent.store(extras.engine_params_from_agent);
   impl->bus.set_generation(generation);
 
   if (!options.state_path.empty()) {

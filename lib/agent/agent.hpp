@@ -60,9 +60,11 @@ class Agent {
   // from restore_startup_state). Returns null and sets `error` when the options are unusable
   // (TCP without TLS, unreadable certificates, socket in use, state directory not writable)
   // or the address cannot be bound.
+  // `extras` are the restored paths down and engine-parameter ownership
+  // (StartupState::extras), carried into every later state file.
   static std::unique_ptr<Agent> start(const AgentOptions& options, StateSink& sink,
                                       const config::GatewayConfig& running, uint64_t generation,
-                                      std::string& error);
+                                      std::string& error, const StateExtras& extras = {});
   ~Agent();  // stop()
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;

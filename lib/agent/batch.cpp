@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// A batch edits a copy of the running configuration in place: keyed lookups through hash
-// indexes, deletions marked and compacted once at the end, so that a batch of k changes on a
-// configuration of n entries costs O(n + k) (the copy) rather than O(n * k).
+// A batch is reduced to its net effect per key (a Changeset) and checked against the indexes
+// of the running configuration, without building the result: O(k) for k changes whatever the
+// size of the configuration. The agent then applies the Changeset in place to a spare state.
 #include "agent/batch.hpp"
 
 #include <algorithm>
@@ -51,17 +51,6 @@ BatchError field_error(int i, const char* kind, const FieldError& fe) {
   return invalid(change_field(i, kind, fe.field) + ": " + fe.message + " (" + fe.yang + ")");
 }
 
-template <class T>
-void compact(std::vector<T>& items, const std::vector<char>& dead) {
-  size_t out = 0;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (dead[i]) continue;
-    if (out != i) items[out] = std::move(items[i]);
-    ++out;
-  }
-  items.resize(out);
-}
-
 // "<prefix>'key']rest" -> key and rest; false when `path` does not start with `prefix`.
 bool split_keyed(std::string_view path, std::string_view prefix, std::string& key,
                  std::string_view& rest) {
@@ -86,57 +75,91 @@ std::shared_ptr<AgentState> make_state(config::GatewayConfig cfg, uint64_t gener
   return state;
 }
 
-struct Batch::Edit {
-  config::GatewayConfig cfg;
+std::shared_ptr<AgentState> copy_state(const AgentState& s) {
+  auto state = std::make_shared<AgentState>();
+  state->config = s.config;
+  state->generation = s.generation;
+  state->steering_index = std::make_shared<SteeringIndex>();
+  state->steering_index->position = s.steering_index->position;
+  return state;
+}
 
-  bool policies_indexed = false;
-  std::unordered_map<std::string, size_t> policy_pos;
-  std::vector<char> policy_dead;
-  bool policies_deleted = false;
-
-  std::shared_ptr<SteeringIndex> rules;  // copy of the base index, made on first rule change
-  std::vector<char> rule_dead;
-  bool rules_deleted = false;
-
-  bool local_sids_indexed = false;
-  std::map<net::Ipv6Addr, size_t> local_sid_pos;
-  std::vector<char> local_sid_dead;
-  bool local_sids_deleted = false;
-
-  void index_policies() {
-    if (policies_indexed) return;
-    policies_indexed = true;
-    policy_pos.reserve(cfg.policies.size());
-    for (size_t i = 0; i < cfg.policies.size(); ++i) policy_pos.emplace(cfg.policies[i].name, i);
-    policy_dead.assign(cfg.policies.size(), 0);
+void apply_changeset(const Changeset& changes, AgentState& state) {
+  config::GatewayConfig& cfg = state.config;
+  // A fresh index object: the by-id order of the previous contents must not be reused.
+  auto index = std::make_shared<SteeringIndex>();
+  index->position = std::move(state.steering_index->position);
+  state.steering_index = index;
+  auto& position = index->position;
+  for (const auto& [id, rule] : changes.rules) {
+    auto it = position.find(id);
+    if (rule) {
+      if (it != position.end()) {
+        cfg.steering[it->second] = *rule;
+      } else {
+        position.emplace(id, uint32_t(cfg.steering.size()));
+        cfg.steering.push_back(*rule);
+      }
+    } else if (it != position.end()) {
+      const uint32_t pos = it->second;
+      position.erase(it);
+      if (pos + 1 != cfg.steering.size()) {
+        cfg.steering[pos] = std::move(cfg.steering.back());
+        position[cfg.steering[pos].id] = pos;
+      }
+      cfg.steering.pop_back();
+    }
   }
-
-  void index_rules_from(const SteeringIndex& base) {
-    if (rules) return;
-    rules = std::make_shared<SteeringIndex>();
-    rules->position = base.position;
-    rule_dead.assign(cfg.steering.size(), 0);
+  // Policies and local SIDs are few (capacities of 64k at most): kept in order.
+  for (const auto& [name, policy] : changes.policies) {
+    auto it = std::find_if(cfg.policies.begin(), cfg.policies.end(),
+                           [&](const config::Policy& p) { return p.name == name; });
+    if (policy) {
+      if (it != cfg.policies.end())
+        *it = *policy;
+      else
+        cfg.policies.push_back(*policy);
+    } else if (it != cfg.policies.end()) {
+      cfg.policies.erase(it);
+    }
   }
-
-  void index_local_sids() {
-    if (local_sids_indexed) return;
-    local_sids_indexed = true;
-    for (size_t i = 0; i < cfg.local_sids.size(); ++i)
-      local_sid_pos.emplace(cfg.local_sids[i].sid, i);
-    local_sid_dead.assign(cfg.local_sids.size(), 0);
+  for (const auto& [sid, local_sid] : changes.local_sids) {
+    auto it = std::find_if(cfg.local_sids.begin(), cfg.local_sids.end(),
+                           [&](const config::LocalSid& ls) { return ls.sid == sid; });
+    if (local_sid) {
+      if (it != cfg.local_sids.end())
+        *it = *local_sid;
+      else
+        cfg.local_sids.push_back(*local_sid);
+    } else if (it != cfg.local_sids.end()) {
+      cfg.local_sids.erase(it);
+    }
   }
-};
+}
 
-Batch::Batch(const AgentState& base, const google::protobuf::RepeatedPtrField<v1::Change>& changes)
-    : base_(base), changes_(changes) {}
+Batch::Batch(const AgentState& base, const ConfigIndex& index,
+             const google::protobuf::RepeatedPtrField<v1::Change>& changes)
+    : base_(base), index_(index), changes_(changes) {}
 
 Batch::~Batch() = default;
 
-std::optional<BatchError> Batch::run() {
-  edit_ = std::make_unique<Edit>();
-  Edit& ed = *edit_;
-  ed.cfg = base_.config;
-  config::GatewayConfig& cfg = ed.cfg;
+std::optional<BatchError> Batch::run(Validation validation) {
+  // Net effect per key; slot = position in changeset_'s vectors.
+  std::unordered_map<std::string, size_t> policy_slot;
+  std::unordered_map<uint32_t, size_t> rule_slot;
+  std::map<net::Ipv6Addr, size_t> local_sid_slot;
+  rule_slot.reserve(size_t(changes_.size()));
+  changeset_.rules.reserve(size_t(changes_.size()));
+  auto base_has_policy = [&](const std::string& name) {
+    for (const config::Policy& p : base_.config.policies)
+      if (p.name == name) return true;
+    return false;
+  };
+  auto base_has_local_sid = [&](const net::Ipv6Addr& sid) {
+    for (const config::LocalSid& ls : base_.config.local_sids)
+      if (ls.sid == sid) return true;
+    return false;
+  };
 
   for (int i = 0; i < changes_.size(); ++i) {
     const v1::Change& c = changes_[i];
@@ -145,29 +168,32 @@ std::optional<BatchError> Batch::run() {
         config::Policy p;
         FieldError fe;
         if (!from_proto(c.upsert_policy(), p, fe)) return field_error(i, "upsert_policy", fe);
-        ed.index_policies();
         policy_change_[p.name] = i;
-        if (auto it = ed.policy_pos.find(p.name); it != ed.policy_pos.end()) {
-          cfg.policies[it->second] = std::move(p);
-          ed.policy_dead[it->second] = 0;
+        auto [it, fresh] = policy_slot.emplace(p.name, changeset_.policies.size());
+        if (fresh) {
+          changeset_.policies.emplace_back(p.name, std::move(p));
         } else {
-          ed.policy_pos.emplace(p.name, cfg.policies.size());
-          cfg.policies.push_back(std::move(p));
-          ed.policy_dead.push_back(0);
+          changeset_.policies[it->second].second = std::move(p);
         }
         ++counts_.policies_upserted;
         break;
       }
       case v1::Change::kDeletePolicy: {
         const std::string& name = c.delete_policy();
-        ed.index_policies();
-        auto it = ed.policy_pos.find(name);
-        if (it == ed.policy_pos.end() || ed.policy_dead[it->second]) {
+        auto it = policy_slot.find(name);
+        const bool exists = it != policy_slot.end()
+                                ? changeset_.policies[it->second].second.has_value()
+                                : base_has_policy(name);
+        if (!exists) {
           return not_found(change_field(i, "delete_policy", "") + ": no policy '" + name + "' (" +
                            config::policy_path(name) + ")");
         }
-        ed.policy_dead[it->second] = 1;
-        ed.policies_deleted = true;
+        if (it == policy_slot.end()) {
+          policy_slot.emplace(name, changeset_.policies.size());
+          changeset_.policies.emplace_back(name, std::nullopt);
+        } else {
+          changeset_.policies[it->second].second.reset();
+        }
         policy_change_[name] = i;
         ++counts_.policies_deleted;
         break;
@@ -176,15 +202,12 @@ std::optional<BatchError> Batch::run() {
         config::SteeringRule r;
         FieldError fe;
         if (!from_proto(c.upsert_steering(), r, fe)) return field_error(i, "upsert_steering", fe);
-        ed.index_rules_from(*base_.steering_index);
         rule_change_[r.id] = i;
-        if (auto it = ed.rules->position.find(r.id); it != ed.rules->position.end()) {
-          cfg.steering[it->second] = std::move(r);
-          ed.rule_dead[it->second] = 0;
+        auto [it, fresh] = rule_slot.emplace(r.id, changeset_.rules.size());
+        if (fresh) {
+          changeset_.rules.emplace_back(r.id, std::move(r));
         } else {
-          ed.rules->position.emplace(r.id, uint32_t(cfg.steering.size()));
-          cfg.steering.push_back(std::move(r));
-          ed.rule_dead.push_back(0);
+          changeset_.rules[it->second].second = std::move(r);
         }
         ++counts_.steering_upserted;
         break;
@@ -197,14 +220,19 @@ std::optional<BatchError> Batch::run() {
           return invalid(change_field(i, "delete_steering", "") +
                          ": rule ids are 1..4294967295, not 0");
         }
-        ed.index_rules_from(*base_.steering_index);
-        auto it = ed.rules->position.find(id);
-        if (it == ed.rules->position.end() || ed.rule_dead[it->second]) {
+        auto it = rule_slot.find(id);
+        const bool exists = it != rule_slot.end() ? changeset_.rules[it->second].second.has_value()
+                                                  : base_.steering_index->position.count(id) > 0;
+        if (!exists) {
           return not_found(change_field(i, "delete_steering", "") + ": no steering rule " +
                            std::to_string(id) + " (" + config::rule_path(key, 0) + ")");
         }
-        ed.rule_dead[it->second] = 1;
-        ed.rules_deleted = true;
+        if (it == rule_slot.end()) {
+          rule_slot.emplace(id, changeset_.rules.size());
+          changeset_.rules.emplace_back(id, std::nullopt);
+        } else {
+          changeset_.rules[it->second].second.reset();
+        }
         rule_change_[id] = i;
         ++counts_.steering_deleted;
         break;
@@ -214,15 +242,12 @@ std::optional<BatchError> Batch::run() {
         FieldError fe;
         if (!from_proto(c.upsert_local_sid(), ls, fe))
           return field_error(i, "upsert_local_sid", fe);
-        ed.index_local_sids();
         local_sid_change_[ls.sid] = i;
-        if (auto it = ed.local_sid_pos.find(ls.sid); it != ed.local_sid_pos.end()) {
-          cfg.local_sids[it->second] = ls;
-          ed.local_sid_dead[it->second] = 0;
+        auto [it, fresh] = local_sid_slot.emplace(ls.sid, changeset_.local_sids.size());
+        if (fresh) {
+          changeset_.local_sids.emplace_back(ls.sid, ls);
         } else {
-          ed.local_sid_pos.emplace(ls.sid, cfg.local_sids.size());
-          cfg.local_sids.push_back(ls);
-          ed.local_sid_dead.push_back(0);
+          changeset_.local_sids[it->second].second = ls;
         }
         ++counts_.local_sids_upserted;
         break;
@@ -233,14 +258,20 @@ std::optional<BatchError> Batch::run() {
           return invalid(change_field(i, "delete_local_sid", "") + ": '" + c.delete_local_sid() +
                          "' is not an IPv6 address");
         }
-        ed.index_local_sids();
-        auto it = ed.local_sid_pos.find(*sid);
-        if (it == ed.local_sid_pos.end() || ed.local_sid_dead[it->second]) {
+        auto it = local_sid_slot.find(*sid);
+        const bool exists = it != local_sid_slot.end()
+                                ? changeset_.local_sids[it->second].second.has_value()
+                                : base_has_local_sid(*sid);
+        if (!exists) {
           return not_found(change_field(i, "delete_local_sid", "") + ": no local SID " +
                            net::to_string(*sid) + " (" + config::local_sid_path(*sid) + ")");
         }
-        ed.local_sid_dead[it->second] = 1;
-        ed.local_sids_deleted = true;
+        if (it == local_sid_slot.end()) {
+          local_sid_slot.emplace(*sid, changeset_.local_sids.size());
+          changeset_.local_sids.emplace_back(*sid, std::nullopt);
+        } else {
+          changeset_.local_sids[it->second].second.reset();
+        }
         local_sid_change_[*sid] = i;
         ++counts_.local_sids_deleted;
         break;
@@ -251,34 +282,86 @@ std::optional<BatchError> Batch::run() {
                        "upsert_steering, delete_steering, upsert_local_sid, delete_local_sid");
     }
   }
+  build_delta();
 
-  // A deleted policy must not leave rules pointing at it. config::validate() would refuse
-  // the result too, but would name the rule; the operator's mistake is the delete.
-  std::unordered_set<std::string> gone;
-  if (ed.policies_deleted) {
-    for (size_t k = 0; k < cfg.policies.size(); ++k) {
-      if (ed.policy_dead[k]) gone.insert(cfg.policies[k].name);
+  if (validation == Validation::full) {
+    // The file loader's check over the whole result (tests compare it with the indexes').
+    auto candidate = copy_state(base_);
+    apply_changeset(changeset_, *candidate);
+    const config::GatewayConfig& cfg = candidate->config;
+    // A deleted policy must not leave rules pointing at it. config::validate() would refuse
+    // the result too, but would name the rule; the operator's mistake is the delete.
+    for (const PolicyDelta& d : delta_.policies) {
+      if (!d.before || d.after) continue;
+      for (size_t k = 0; k < cfg.steering.size(); ++k) {
+        const config::SteeringRule& r = cfg.steering[k];
+        if (r.policy == d.before->name)
+          return still_used(r.policy, r.id, config::rule_path(r, k) + "/policy");
+      }
     }
-    compact(cfg.policies, ed.policy_dead);
+    if (auto e = config::validate(cfg)) return invalid(describe(*e));
+    return std::nullopt;
   }
-  if (ed.rules_deleted) {
-    compact(cfg.steering, ed.rule_dead);
-    ed.rules = index_rules(cfg.steering);
+  if (auto e = index_.check(base_.config, delta_)) {
+    if (!e->policy_in_use.empty())
+      return still_used(e->policy_in_use, e->user_rule_id, e->error.path);
+    return invalid(describe(e->error));
   }
-  if (ed.local_sids_deleted) compact(cfg.local_sids, ed.local_sid_dead);
-  if (!gone.empty()) {
-    for (size_t k = 0; k < cfg.steering.size(); ++k) {
-      const config::SteeringRule& r = cfg.steering[k];
-      if (!gone.count(r.policy)) continue;
-      return invalid(change_field(policy_change_.at(r.policy), "delete_policy", "") + ": policy '" +
-                     r.policy + "' is still used by steering rule " + std::to_string(r.id) + " (" +
-                     config::rule_path(r, k) +
-                     "/policy): delete or re-point its rules in the same batch");
-    }
-  }
-
-  if (auto e = config::validate(cfg)) return invalid(describe(*e));
   return std::nullopt;
+}
+
+std::optional<BatchError> Batch::still_used(const std::string& policy, uint32_t rule_id,
+                                            const std::string& rule_path) const {
+  return invalid(change_field(policy_change_.at(policy), "delete_policy", "") + ": policy '" +
+                 policy + "' is still used by steering rule " + std::to_string(rule_id) + " (" +
+                 rule_path + "): delete or re-point its rules in the same batch");
+}
+
+void Batch::build_delta() {
+  const config::GatewayConfig& before = base_.config;
+  delta_ = ConfigDelta{};
+  for (const auto& [name, policy] : changeset_.policies) {
+    PolicyDelta d;
+    for (const config::Policy& p : before.policies)
+      if (p.name == name) d.before = &p;
+    if (policy) d.after = &*policy;
+    if (d.before && d.after && *d.before == *d.after) continue;
+    if (d.before || d.after) delta_.policies.push_back(d);
+  }
+  std::sort(delta_.policies.begin(), delta_.policies.end(),
+            [&](const PolicyDelta& a, const PolicyDelta& b) {
+              return policy_change_.at(a.after ? a.after->name : a.before->name) <
+                     policy_change_.at(b.after ? b.after->name : b.before->name);
+            });
+  // Where each rule ends up (apply_changeset's order), for names of rules without an id.
+  size_t appended = before.steering.size();
+  delta_.rules.reserve(changeset_.rules.size());
+  const auto& position = base_.steering_index->position;
+  for (const auto& [id, rule] : changeset_.rules) {
+    RuleDelta d;
+    auto it = position.find(id);
+    if (it != position.end()) d.before = &before.steering[it->second];
+    if (rule) {
+      d.after = &*rule;
+      d.after_index = it != position.end() ? it->second : appended++;
+    }
+    if (d.before && d.after && *d.before == *d.after) continue;
+    if (d.before || d.after) delta_.rules.push_back(d);
+  }
+  // Configuration order, as config::validate() meets them (deletions last): of two rules of
+  // the batch with one match, the later is the one refused.
+  std::sort(delta_.rules.begin(), delta_.rules.end(), [](const RuleDelta& a, const RuleDelta& b) {
+    const size_t ka = a.after ? a.after_index : SIZE_MAX, kb = b.after ? b.after_index : SIZE_MAX;
+    return ka != kb ? ka < kb : (a.before ? a.before->id : 0) < (b.before ? b.before->id : 0);
+  });
+  for (const auto& [sid, local_sid] : changeset_.local_sids) {
+    LocalSidDelta d;
+    for (const config::LocalSid& ls : before.local_sids)
+      if (ls.sid == sid) d.before = &ls;
+    if (local_sid) d.after = &*local_sid;
+    if (d.before && d.after && *d.before == *d.after) continue;
+    if (d.before || d.after) delta_.local_sids.push_back(d);
+  }
 }
 
 std::string Batch::describe(const config::ConfigError& e) const {
@@ -322,22 +405,6 @@ std::string Batch::describe(const config::ConfigError& e) const {
     }
   }
   return "configuration refused: " + e.message + where;
-}
-
-const config::GatewayConfig& Batch::candidate() const {
-  return edit_->cfg;
-}
-
-std::shared_ptr<AgentState> Batch::next(uint64_t generation) {
-  auto state = std::make_shared<AgentState>();
-  state->config = std::move(edit_->cfg);
-  state->generation = generation;
-  if (edit_->rules) {
-    state->steering_index = std::move(edit_->rules);
-  } else {
-    state->steering_index = base_.steering_index;
-  }
-  return state;
 }
 
 }  // namespace srv6gw::agent

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "agent/config_index.hpp"
 #include "agent/event_bus.hpp"
 #include "config/model.hpp"
 #include "srv6gw/v1/srv6gw.pb.h"
@@ -19,7 +20,7 @@
 namespace srv6gw::agent {
 
 // Steering rules by id: position in config.steering, and (built on first use) every position
-// sorted by id, for paging. Shared between consecutive states while steering is unchanged.
+// sorted by id, for paging.
 class SteeringIndex {
  public:
   std::unordered_map<uint32_t, uint32_t> position;  // id -> index in config.steering
@@ -36,10 +37,27 @@ class SteeringIndex {
 struct AgentState {
   config::GatewayConfig config;
   uint64_t generation = 0;
-  std::shared_ptr<const SteeringIndex> steering_index;
+  std::shared_ptr<SteeringIndex> steering_index;  // never shared between states
 };
 
 std::shared_ptr<AgentState> make_state(config::GatewayConfig cfg, uint64_t generation);
+// A copy (O(size)); the agent copies only when it has no spare state to bring up to date.
+std::shared_ptr<AgentState> copy_state(const AgentState& s);
+
+// The net effect of a batch: per key touched, the object it ends with (nullopt = deleted),
+// in the order the keys were first touched. Applying it to a state equal to the batch's base
+// gives the batch's result; applying it to two equal states leaves them equal (same order of
+// rules too), which is how the agent brings its spare state up to date.
+struct Changeset {
+  std::vector<std::pair<std::string, std::optional<config::Policy>>> policies;
+  std::vector<std::pair<uint32_t, std::optional<config::SteeringRule>>> rules;
+  std::vector<std::pair<net::Ipv6Addr, std::optional<config::LocalSid>>> local_sids;
+  size_t size() const { return policies.size() + rules.size() + local_sids.size(); }
+};
+
+// Applies `changes` to `state` in place: O(|changes|) (a deleted rule's slot takes the last
+// rule). The state must not be published. Its by-id order is rebuilt on first use.
+void apply_changeset(const Changeset& changes, AgentState& state);
 
 enum class BatchCode : uint8_t { invalid_argument, not_found };
 
@@ -48,15 +66,29 @@ struct BatchError {
   std::string message;
 };
 
-// Applies a batch of changes to a copy of `base`, then runs config::validate() on the result.
-// On success next() is the candidate state (generation still base's); describe() attributes a
-// later refusal of that candidate (by the data plane) to the change that caused it.
+// How a batch's result is checked: against the indexes of the running configuration (only
+// the changed objects are looked at), or by config::validate() over the whole result (the
+// file loader's check; tests compare both).
+enum class Validation : uint8_t { incremental, full };
+
+// Turns a batch of changes into its net Changeset against `base` and checks the result
+// (Validation) without building it: O(batch) with incremental validation. On success
+// changeset() is what to apply and delta() what changed (for ConfigIndex::commit); describe()
+// attributes a later refusal (by the data plane) to the change that caused it.
 class Batch {
  public:
-  Batch(const AgentState& base, const google::protobuf::RepeatedPtrField<v1::Change>& changes);
+  // `index` describes base.config (incremental validation); it is not changed here.
+  Batch(const AgentState& base, const ConfigIndex& index,
+        const google::protobuf::RepeatedPtrField<v1::Change>& changes);
   ~Batch();
 
-  std::optional<BatchError> run();
+  std::optional<BatchError> run(Validation validation = Validation::incremental);
+
+  // Once run() succeeded. delta() points into base and into changeset(): valid while both
+  // live and changeset() is not moved from.
+  const Changeset& changeset() const { return changeset_; }
+  Changeset take_changeset() { return std::move(changeset_); }
+  const ConfigDelta& delta() const { return delta_; }
 
   // "changes[3].upsert_policy.segment_lists[0].sids[1]: <message> (<YANG path>)" for an error
   // on a node one of the changes wrote; "configuration refused: <message> (<YANG path>)"
@@ -64,16 +96,17 @@ class Batch {
   std::string describe(const config::ConfigError& e) const;
 
   const ChangeCounts& counts() const { return counts_; }
-  // The configuration the batch produced, once run() succeeded.
-  const config::GatewayConfig& candidate() const;
-  // The candidate state, once run() succeeded.
-  std::shared_ptr<AgentState> next(uint64_t generation);
 
  private:
-  struct Edit;
+  std::optional<BatchError> still_used(const std::string& policy, uint32_t rule_id,
+                                       const std::string& rule_path) const;
+  void build_delta();
+
   const AgentState& base_;
+  const ConfigIndex& index_;
   const google::protobuf::RepeatedPtrField<v1::Change>& changes_;
-  std::unique_ptr<Edit> edit_;
+  Changeset changeset_;
+  ConfigDelta delta_;
   ChangeCounts counts_;
   // Which change last wrote each key, for describe().
   std::unordered_map<std::string, int> policy_change_;

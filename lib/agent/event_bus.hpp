@@ -39,7 +39,8 @@ struct ChangeCounts {
 
 struct ConfigAppliedEvent {
   ChangeCounts counts;
-  std::string origin;  // who applied it (gRPC peer)
+  std::string origin;          // who applied it (gRPC peer)
+  bool engine_params = false;  // the local SR engine's parameters changed (SetEngineParams)
 };
 
 struct PathEvent {

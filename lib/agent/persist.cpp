@@ -12,7 +12,11 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
 
 #include "config/loader.hpp"
 
@@ -97,6 +101,7 @@ bool skip_value(std::string_view s, size_t& i) {
 
 struct Members {
   std::string_view format, generation, config;
+  std::string_view engine_params_from_agent, paths_down;  // optional (StateExtras)
 };
 
 // Splits {"k": v, ...}; "" when the text is not such an object.
@@ -124,6 +129,8 @@ std::string split_members(std::string_view s, Members& m) {
     if (key == "format") m.format = value;
     if (key == "generation") m.generation = value;
     if (key == "config") m.config = value;
+    if (key == "engine-params-from-agent") m.engine_params_from_agent = value;
+    if (key == "paths-down") m.paths_down = value;
     skip_ws(s, i);
     if (i < s.size() && s[i] == ',') {
       ++i;
@@ -137,6 +144,62 @@ std::string split_members(std::string_view s, Members& m) {
   }
   skip_ws(s, i);
   if (i != s.size()) return "trailing data at byte " + std::to_string(i);
+  return "";
+}
+
+std::string json_string(std::string_view v) {
+  std::string out = "\"";
+  for (const char c : v) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", unsigned(c));
+      out += b;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// The optional members beside "config"; "" when sound, else why not.
+std::string parse_extras(const Members& m, StateExtras& out) {
+  if (!m.engine_params_from_agent.empty()) {
+    if (m.engine_params_from_agent == "true")
+      out.engine_params_from_agent = true;
+    else if (m.engine_params_from_agent != "false")
+      return "\"engine-params-from-agent\" is not true or false";
+  }
+  if (m.paths_down.empty()) return "";
+  google::protobuf::Value v;
+  if (!google::protobuf::util::JsonStringToMessage(std::string(m.paths_down), &v).ok() ||
+      !v.has_list_value())
+    return "\"paths-down\" is not a JSON array";
+  const auto& list = v.list_value().values();
+  for (int i = 0; i < list.size(); ++i) {
+    const std::string where = "\"paths-down\"[" + std::to_string(i) + "]";
+    if (!list[i].has_struct_value()) return where + " is not an object";
+    const auto& f = list[i].struct_value().fields();
+    PathDown d;
+    auto text = [&](const char* key, std::string& to) {
+      auto it = f.find(key);
+      if (it == f.end() || !it->second.has_string_value()) return false;
+      to = it->second.string_value();
+      return true;
+    };
+    if (!text("policy", d.policy)) return where + ": \"policy\" is missing or not a string";
+    if (!text("segment-list", d.segment_list))
+      return where + ": \"segment-list\" is missing or not a string";
+    auto id = f.find("path-id");
+    if (id == f.end() || !id->second.has_number_value() || id->second.number_value() < 0 ||
+        id->second.number_value() > 65535 ||
+        id->second.number_value() != double(uint16_t(id->second.number_value())))
+      return where + ": \"path-id\" is missing or not an integer 0..65535";
+    d.path_id = uint16_t(id->second.number_value());
+    out.paths_down.push_back(std::move(d));
+  }
   return "";
 }
 
@@ -156,16 +219,24 @@ bool set_aside(const std::string& path, const char* why, std::string& moved_to) 
 }  // namespace
 
 std::string write_state_file(const std::string& path, const config::GatewayConfig& cfg,
-                             uint64_t generation) {
-  std::string config_json = config::to_json(cfg);
-  while (!config_json.empty() && (config_json.back() == '\n' || config_json.back() == ' ')) {
-    config_json.pop_back();
-  }
+                             uint64_t generation, const StateExtras& extras) {
   const std::string head = "{\n  \"format\": \"" + std::string(kFormat) +
                            "\",\n  \"generation\": " + std::to_string(generation) +
                            ",\n  \"written-at\": \"" + utc_time("%Y-%m-%dT%H:%M:%SZ") +
                            "\",\n  \"config\": ";
-  const std::string_view tail = "\n}\n";
+  std::string tail;
+  if (extras.engine_params_from_agent) tail += ",\n  \"engine-params-from-agent\": true";
+  if (!extras.paths_down.empty()) {
+    tail += ",\n  \"paths-down\": [";
+    for (size_t i = 0; i < extras.paths_down.size(); ++i) {
+      const PathDown& d = extras.paths_down[i];
+      tail += std::string(i ? "," : "") + "\n    {\"policy\": " + json_string(d.policy) +
+              ", \"segment-list\": " + json_string(d.segment_list) +
+              ", \"path-id\": " + std::to_string(d.path_id) + "}";
+    }
+    tail += "\n  ]";
+  }
+  tail += "\n}\n";
 
   const std::filesystem::path target(path);
   const std::filesystem::path dir =
@@ -173,7 +244,13 @@ std::string write_state_file(const std::string& path, const config::GatewayConfi
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
   if (fd < 0) return errno_text("cannot create", tmp);
-  if (!write_all(fd, head) || !write_all(fd, config_json) || !write_all(fd, tail)) {
+  // Streamed in ~1 MB pieces as the configuration is written out (never held whole: a
+  // million rules are ~100 MB of JSON), compact, and fsync'ed once at the end.
+  const std::function<bool(std::string_view)> out = [fd](std::string_view piece) {
+    return write_all(fd, piece);
+  };
+  if (!write_all(fd, head) || !config::write_json(cfg, out, /*compact=*/true) ||
+      !write_all(fd, tail)) {
     const std::string e = errno_text("cannot write", tmp);
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -229,6 +306,7 @@ std::variant<PersistedState, std::string> read_state_file(const std::string& pat
     return path + ": config: " + (e->path.empty() ? "" : e->path + ": ") + e->message;
   }
   st.config = std::move(std::get<config::GatewayConfig>(loaded));
+  if (auto why = parse_extras(m, st.extras); !why.empty()) return path + ": " + why;
   return st;
 }
 
@@ -257,6 +335,7 @@ StartupState restore_startup_state(const std::string& state_path,
   merged.policies = std::move(st.config.policies);
   merged.steering = std::move(st.config.steering);
   merged.local_sids = std::move(st.config.local_sids);
+  if (st.extras.engine_params_from_agent) merged.engine = st.config.engine;
   if (auto e = config::validate(merged)) {
     spdlog::critical(
         "AGENT STATE FILE {} (generation {}) DOES NOT FIT THE CONFIGURATION FILE: {}: {}",
@@ -271,11 +350,24 @@ StartupState restore_startup_state(const std::string& state_path,
   out.config = std::move(merged);
   out.generation = st.generation;
   out.restored = true;
+  out.extras.engine_params_from_agent = st.extras.engine_params_from_agent;
+  for (PathDown& d : st.extras.paths_down) {
+    bool known = false;
+    for (const config::Policy& p : out.config.policies)
+      for (const config::SegmentList& sl : p.segment_lists) known |= sl.path_id == d.path_id;
+    if (known)
+      out.extras.paths_down.push_back(std::move(d));
+    else
+      spdlog::warn("state file {}: path id {} ({}/{}) was down but no longer exists; dropped",
+                   state_path, d.path_id, d.policy, d.segment_list);
+  }
   spdlog::info(
       "restored agent state {} at generation {}: {} policies, {} steering rules, {} "
-      "local SIDs",
+      "local SIDs{}, {} paths down",
       state_path, out.generation, out.config.policies.size(), out.config.steering.size(),
-      out.config.local_sids.size());
+      out.config.local_sids.size(),
+      out.extras.engine_params_from_agent ? ", engine parameters set over gRPC" : "",
+      out.extras.paths_down.size());
   return out;
 }
 

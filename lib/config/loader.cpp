@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -564,7 +565,22 @@ GatewayConfig map_gateway(const lyd_node* gw) {
 
 class JsonWriter {
  public:
+  // With a sink, the text is handed over in pieces of about kChunk bytes as it is made
+  // (large configurations are never held whole); a sink returning false stops the output.
+  // Compact: no indentation or line breaks.
+  static constexpr size_t kChunk = 1 << 20;
+  JsonWriter() = default;
+  JsonWriter(const std::function<bool(std::string_view)>* sink, bool compact)
+      : sink_(sink), compact_(compact) {
+    out_.reserve(kChunk + 4096);
+  }
   std::string take() { return std::move(out_); }
+  // Hands what is left to the sink; false when the sink failed (now or before).
+  bool finish() {
+    if (sink_ && ok_ && !out_.empty()) ok_ = (*sink_)(out_);
+    out_.clear();
+    return ok_;
+  }
 
   void open_object(std::string_view key = {}) { open(key, '{'); }
   void open_array(std::string_view key) { open(key, '['); }
@@ -594,7 +610,14 @@ class JsonWriter {
   }
 
  private:
+  void maybe_flush() {
+    if (sink_ && out_.size() >= kChunk) {
+      if (ok_) ok_ = (*sink_)(out_);
+      out_.clear();
+    }
+  }
   void open(std::string_view key, char bracket) {
+    maybe_flush();
     member(key);
     out_ += bracket;
     first_.push_back(true);
@@ -614,10 +637,11 @@ class JsonWriter {
     }
     if (!key.empty()) {
       quote(key);
-      out_ += ": ";
+      out_ += compact_ ? ":" : ": ";
     }
   }
   void newline() {
+    if (compact_) return;
     out_ += '\n';
     out_.append(2 * first_.size(), ' ');
   }
@@ -655,6 +679,9 @@ class JsonWriter {
 
   std::string out_;
   std::vector<bool> first_;  // per open bracket: nothing written inside yet
+  const std::function<bool(std::string_view)>* sink_ = nullptr;
+  bool compact_ = false;
+  bool ok_ = true;
 };
 
 const char* encap_name(srv6::EncapMode m) {
@@ -740,8 +767,9 @@ LoadResult load_config_file(const std::string& path) {
   return load_config_json(text.str());
 }
 
-std::string to_json(const GatewayConfig& cfg) {
-  JsonWriter w;
+namespace {
+
+void write_config(const GatewayConfig& cfg, JsonWriter& w) {
   w.open_object();
   w.open_object("srv6gw:gateway");
 
@@ -906,7 +934,21 @@ std::string to_json(const GatewayConfig& cfg) {
 
   w.close_object();
   w.close_object();
+}
+
+}  // namespace
+
+std::string to_json(const GatewayConfig& cfg) {
+  JsonWriter w;
+  write_config(cfg, w);
   return w.take();
+}
+
+bool write_json(const GatewayConfig& cfg, const std::function<bool(std::string_view)>& sink,
+                bool compact) {
+  JsonWriter w(&sink, compact);
+  write_config(cfg, w);
+  return w.finish();
 }
 
 }  // namespace srv6gw::config

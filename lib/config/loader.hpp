@@ -4,6 +4,7 @@
 // plane only: never linked into the data path.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -25,6 +26,10 @@ LoadResult load_config_json(std::string_view json);
 // that load_config_json(to_json(cfg)) gives back cfg for any valid cfg. The agent persists
 // applied state with it.
 std::string to_json(const GatewayConfig& cfg);
+// The same text (compact: without indentation and line breaks), handed to `sink` in pieces
+// of about 1 MB as it is made. Returns false as soon as the sink does.
+bool write_json(const GatewayConfig& cfg, const std::function<bool(std::string_view)>& sink,
+                bool compact);
 
 // Directory holding srv6gw.yang, the first that has it of: $SRV6GW_YANG_DIR,
 // <executable dir>/../share/srv6gw/yang (installed layout), the source tree's config/yang

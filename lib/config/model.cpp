@@ -7,9 +7,13 @@
 #include "config/model.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
+#include <string_view>
 #include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace srv6gw::config {
@@ -272,6 +276,130 @@ std::optional<ConfigError> validate_usid_list(const Policy& p, const SegmentList
   return std::nullopt;
 }
 
+std::optional<ConfigError> check_policy_impl(const GatewayConfig& cfg, const Policy& p) {
+  const std::string pp = policy_path(p.name);
+  if (auto why = bad_name(p.name)) return err(pp + "/name", "policy name " + *why);
+  if (p.endpoint && p.endpoint->family == net::Family::none) {
+    return err(pp + "/endpoint", "endpoint has no address family");
+  }
+  if (p.source) {
+    if (auto why = bad_unicast(*p.source)) {
+      return err(pp + "/source-address", "source-address " + *why);
+    }
+  }
+  if (p.encap != srv6::EncapMode::encaps && p.encap != srv6::EncapMode::encaps_red &&
+      p.encap != srv6::EncapMode::usid) {
+    return err(pp + "/encap", "unknown encap mode " + std::to_string(int(p.encap)));
+  }
+  if (!parse_selection_mode(to_string(p.selection))) {
+    return err(pp + "/selection/mode",
+               "unknown selection mode " + std::to_string(int(p.selection)));
+  }
+  // Checked in every mode, not only usid: the format is part of the configuration (and
+  // of what to_json writes), so a stored format is always one the YANG module accepts.
+  {
+    const unsigned block = p.usid.block_bits, usid = p.usid.usid_bits;
+    if (block < 8 || block % 8 != 0 || block > 120) {
+      return err(pp + "/usid-format/block-bits",
+                 "block-bits must be a multiple of 8 in 8..120, not " + std::to_string(block));
+    }
+    if (usid < 8 || usid % 8 != 0 || usid > 120) {
+      return err(pp + "/usid-format/usid-bits",
+                 "usid-bits must be a multiple of 8 in 8..120, not " + std::to_string(usid));
+    }
+    if (block + usid > 128) {
+      return err(pp + "/usid-format/block-bits",
+                 "block-bits + usid-bits must not exceed 128, not " + std::to_string(block + usid));
+    }
+  }
+  const std::string sel = pp + "/selection";
+  if (p.flowlet_gap_us < 1 || p.flowlet_gap_us > kMaxFlowletGapUs) {
+    return err(sel + "/flowlet-gap-us", "flowlet-gap-us must be 1.." +
+                                            std::to_string(kMaxFlowletGapUs) + ", not " +
+                                            std::to_string(p.flowlet_gap_us));
+  }
+  if (p.selection == SelectionMode::selective && p.spray_opcodes.empty()) {
+    return err(sel + "/mode", "selective mode needs at least one spray-opcodes entry");
+  }
+  {
+    std::set<uint8_t> seen;
+    for (uint8_t op : p.spray_opcodes) {
+      if (!seen.insert(op).second) {
+        return err(sel + "/spray-opcodes[.='" + std::to_string(op) + "']",
+                   "duplicate spray opcode " + std::to_string(op));
+      }
+    }
+  }
+  if (p.segment_lists.empty()) {
+    return err(pp + "/segment-list", "a policy needs at least one segment list");
+  }
+  if (p.segment_lists.size() > kMaxSegmentListsPerPolicy) {
+    return err(
+        segment_list_path(p.name, p.segment_lists[kMaxSegmentListsPerPolicy].name),
+        "a policy has at most " + std::to_string(kMaxSegmentListsPerPolicy) + " segment lists");
+  }
+  std::set<std::string, std::less<>> list_names;
+  std::map<uint16_t, const SegmentList*> own_path_ids;
+  bool has_active = false;
+  for (const SegmentList& sl : p.segment_lists) {
+    const std::string sp = segment_list_path(p.name, sl.name);
+    if (auto why = bad_name(sl.name)) return err(sp + "/name", "segment list name " + *why);
+    if (!list_names.insert(sl.name).second) {
+      return err(sp, "duplicate segment list name '" + sl.name + "' in policy '" + p.name + "'");
+    }
+    if (sl.path_id > kMaxPathId) {
+      return err(sp + "/path-id", "path-id must be 0.." + std::to_string(kMaxPathId) + ", not " +
+                                      std::to_string(sl.path_id) +
+                                      " (the SRH Tag's top bit marks a reflected path id)");
+    }
+    if (auto [it, fresh] = own_path_ids.emplace(sl.path_id, &sl); !fresh) {
+      return err(sp + "/path-id", "path-id " + std::to_string(sl.path_id) + " is already used by " +
+                                      describe(Owner{p.name, it->second->name}) +
+                                      " (path ids are unique across the gateway)");
+    }
+    if (sl.weight > kMaxWeight) {
+      return err(sp + "/weight", "weight must be 0.." + std::to_string(kMaxWeight) + ", not " +
+                                     std::to_string(sl.weight));
+    }
+    if (!sl.backup && sl.weight > 0) has_active = true;
+    if (sl.sids.empty()) return err(sp + "/sid", "a segment list needs at least one SID");
+    const unsigned max_sids = std::min<unsigned>(cfg.capacities.max_sids, srv6::kMaxSids);
+    if (sl.sids.size() > max_sids) {
+      return err(sp + "/sid", std::to_string(sl.sids.size()) + " SIDs exceed the maximum of " +
+                                  std::to_string(max_sids) + " (capacities/max-sids)");
+    }
+    std::set<net::Ipv6Addr> in_list;
+    for (const auto& sid : sl.sids) {
+      if (auto why = bad_unicast(sid)) return err(sid_entry_path(sp, sid), "SID " + *why);
+      if (!in_list.insert(sid).second) {
+        return err(sid_entry_path(sp, sid),
+                   "SID " + net::to_string(sid) + " appears twice in the segment list");
+      }
+    }
+    if (p.encap == srv6::EncapMode::usid) {
+      if (auto e = validate_usid_list(p, sl, sp)) return e;
+    }
+    // The data plane builds exactly this template when it compiles the policy: refuse
+    // here anything it would fail on, so that a validated configuration always applies.
+    srv6::TemplateSpec spec;
+    spec.source = p.source.value_or(cfg.source);
+    spec.sids = std::span<const net::Ipv6Addr>(sl.sids.data(), sl.sids.size());
+    spec.mode = p.encap;
+    spec.usid = p.usid;
+    spec.tag = sl.path_id;
+    spec.hop_limit = cfg.hop_limit;
+    srv6::EncapTemplate tmpl;
+    if (auto st = srv6::build_template(spec, tmpl); st != srv6::BuildStatus::ok) {
+      return err(sp + "/sid",
+                 std::string("cannot build the encapsulation: ") + srv6::to_string(st));
+    }
+  }
+  if (!has_active) {
+    return err(pp, "a policy needs a non-backup segment list with weight > 0");
+  }
+  return std::nullopt;
+}
+
 std::optional<ConfigError> validate_policies(const GatewayConfig& cfg,
                                              std::map<net::Ipv6Addr, Owner>& policy_sids) {
   std::set<std::string, std::less<>> names;
@@ -282,264 +410,117 @@ std::optional<ConfigError> validate_policies(const GatewayConfig& cfg,
                    std::to_string(cfg.capacities.policies) + ")");
   }
   for (const Policy& p : cfg.policies) {
-    const std::string pp = policy_path(p.name);
-    if (auto why = bad_name(p.name)) return err(pp + "/name", "policy name " + *why);
-    if (!names.insert(p.name).second) return err(pp, "duplicate policy name '" + p.name + "'");
-    if (p.endpoint && p.endpoint->family == net::Family::none) {
-      return err(pp + "/endpoint", "endpoint has no address family");
+    if (auto e = check_policy_impl(cfg, p)) return e;
+    if (!names.insert(p.name).second) {
+      return err(policy_path(p.name), "duplicate policy name '" + p.name + "'");
     }
-    if (p.source) {
-      if (auto why = bad_unicast(*p.source)) {
-        return err(pp + "/source-address", "source-address " + *why);
-      }
-    }
-    if (p.encap != srv6::EncapMode::encaps && p.encap != srv6::EncapMode::encaps_red &&
-        p.encap != srv6::EncapMode::usid) {
-      return err(pp + "/encap", "unknown encap mode " + std::to_string(int(p.encap)));
-    }
-    if (!parse_selection_mode(to_string(p.selection))) {
-      return err(pp + "/selection/mode",
-                 "unknown selection mode " + std::to_string(int(p.selection)));
-    }
-    // Checked in every mode, not only usid: the format is part of the configuration (and
-    // of what to_json writes), so a stored format is always one the YANG module accepts.
-    {
-      const unsigned block = p.usid.block_bits, usid = p.usid.usid_bits;
-      if (block < 8 || block % 8 != 0 || block > 120) {
-        return err(pp + "/usid-format/block-bits",
-                   "block-bits must be a multiple of 8 in 8..120, not " + std::to_string(block));
-      }
-      if (usid < 8 || usid % 8 != 0 || usid > 120) {
-        return err(pp + "/usid-format/usid-bits",
-                   "usid-bits must be a multiple of 8 in 8..120, not " + std::to_string(usid));
-      }
-      if (block + usid > 128) {
-        return err(
-            pp + "/usid-format/block-bits",
-            "block-bits + usid-bits must not exceed 128, not " + std::to_string(block + usid));
-      }
-    }
-    const std::string sel = pp + "/selection";
-    if (p.flowlet_gap_us < 1 || p.flowlet_gap_us > kMaxFlowletGapUs) {
-      return err(sel + "/flowlet-gap-us", "flowlet-gap-us must be 1.." +
-                                              std::to_string(kMaxFlowletGapUs) + ", not " +
-                                              std::to_string(p.flowlet_gap_us));
-    }
-    if (p.selection == SelectionMode::selective && p.spray_opcodes.empty()) {
-      return err(sel + "/mode", "selective mode needs at least one spray-opcodes entry");
-    }
-    {
-      std::set<uint8_t> seen;
-      for (uint8_t op : p.spray_opcodes) {
-        if (!seen.insert(op).second) {
-          return err(sel + "/spray-opcodes[.='" + std::to_string(op) + "']",
-                     "duplicate spray opcode " + std::to_string(op));
-        }
-      }
-    }
-    if (p.segment_lists.empty()) {
-      return err(pp + "/segment-list", "a policy needs at least one segment list");
-    }
-    if (p.segment_lists.size() > kMaxSegmentListsPerPolicy) {
-      return err(
-          segment_list_path(p.name, p.segment_lists[kMaxSegmentListsPerPolicy].name),
-          "a policy has at most " + std::to_string(kMaxSegmentListsPerPolicy) + " segment lists");
-    }
-    std::set<std::string, std::less<>> list_names;
-    bool has_active = false;
     for (const SegmentList& sl : p.segment_lists) {
-      const std::string sp = segment_list_path(p.name, sl.name);
-      if (auto why = bad_name(sl.name)) return err(sp + "/name", "segment list name " + *why);
-      if (!list_names.insert(sl.name).second) {
-        return err(sp, "duplicate segment list name '" + sl.name + "' in policy '" + p.name + "'");
-      }
-      if (sl.path_id > kMaxPathId) {
-        return err(sp + "/path-id", "path-id must be 0.." + std::to_string(kMaxPathId) + ", not " +
-                                        std::to_string(sl.path_id) +
-                                        " (the SRH Tag's top bit marks a reflected path id)");
-      }
       if (auto [it, fresh] = path_ids.emplace(sl.path_id, Owner{p.name, sl.name}); !fresh) {
-        return err(sp + "/path-id", "path-id " + std::to_string(sl.path_id) +
-                                        " is already used by " + describe(it->second) +
-                                        " (path ids are unique across the gateway)");
+        return err(segment_list_path(p.name, sl.name) + "/path-id",
+                   "path-id " + std::to_string(sl.path_id) + " is already used by " +
+                       describe(it->second) + " (path ids are unique across the gateway)");
       }
-      if (sl.weight > kMaxWeight) {
-        return err(sp + "/weight", "weight must be 0.." + std::to_string(kMaxWeight) + ", not " +
-                                       std::to_string(sl.weight));
-      }
-      if (!sl.backup && sl.weight > 0) has_active = true;
-      if (sl.sids.empty()) return err(sp + "/sid", "a segment list needs at least one SID");
-      const unsigned max_sids = std::min<unsigned>(cfg.capacities.max_sids, srv6::kMaxSids);
-      if (sl.sids.size() > max_sids) {
-        return err(sp + "/sid", std::to_string(sl.sids.size()) + " SIDs exceed the maximum of " +
-                                    std::to_string(max_sids) + " (capacities/max-sids)");
-      }
-      std::set<net::Ipv6Addr> in_list;
-      for (const auto& sid : sl.sids) {
-        if (auto why = bad_unicast(sid)) return err(sid_entry_path(sp, sid), "SID " + *why);
-        if (!in_list.insert(sid).second) {
-          return err(sid_entry_path(sp, sid),
-                     "SID " + net::to_string(sid) + " appears twice in the segment list");
-        }
-        policy_sids.emplace(sid, Owner{p.name, sl.name});
-      }
-      if (p.encap == srv6::EncapMode::usid) {
-        if (auto e = validate_usid_list(p, sl, sp)) return e;
-      }
-      // The data plane builds exactly this template when it compiles the policy: refuse
-      // here anything it would fail on, so that a validated configuration always applies.
-      srv6::TemplateSpec spec;
-      spec.source = p.source.value_or(cfg.source);
-      spec.sids = std::span<const net::Ipv6Addr>(sl.sids.data(), sl.sids.size());
-      spec.mode = p.encap;
-      spec.usid = p.usid;
-      spec.tag = sl.path_id;
-      spec.hop_limit = cfg.hop_limit;
-      srv6::EncapTemplate tmpl;
-      if (auto st = srv6::build_template(spec, tmpl); st != srv6::BuildStatus::ok) {
-        return err(sp + "/sid",
-                   std::string("cannot build the encapsulation: ") + srv6::to_string(st));
-      }
-    }
-    if (!has_active) {
-      return err(pp, "a policy needs a non-backup segment list with weight > 0");
+      for (const auto& sid : sl.sids) policy_sids.emplace(sid, Owner{p.name, sl.name});
     }
   }
   return std::nullopt;
 }
 
-// Everything a rule matches on; two rules with the same key are duplicates.
-using MatchKey = std::tuple<SteeringKind, net::Family, std::array<uint8_t, 16>, uint8_t, uint32_t,
-                            uint32_t, uint32_t, bool, int>;
-
-MatchKey match_key(const SteeringRule& r) {
-  const int dscp = r.dscp ? int(*r.dscp) : -1;
+std::optional<ConfigError> check_rule_impl(const SteeringRule& r, size_t index) {
+  const std::string rp = rule_path(r, index);
   switch (r.kind) {
     case SteeringKind::exact:
-      return {r.kind, r.dst.family, r.dst.bytes, 0, r.dest_qp, 0, 0, true, dscp};
-    case SteeringKind::dst_any_qp:
-      return {r.kind, r.dst.family, r.dst.bytes, 0, 0, 0, 0, true, dscp};
-    case SteeringKind::qp_range:
-      if (r.has_dst) {
-        return {r.kind, r.dst.family, r.dst.bytes, 0, 0, r.qp_low, r.qp_high, true, dscp};
+      if (r.dst.family == net::Family::none) {
+        return err(rp + "/exact/destination", "exact rule needs a destination address");
       }
-      return {r.kind, net::Family::none, {}, 0, 0, r.qp_low, r.qp_high, false, dscp};
-    case SteeringKind::prefix:
-      return {r.kind, r.dst.family, r.dst.bytes, r.prefix_len, 0, 0, 0, true, dscp};
+      if (r.dest_qp > kMaxQp) {
+        return err(rp + "/exact/dest-qp",
+                   "dest-qp " + std::to_string(r.dest_qp) + " does not fit in 24 bits");
+      }
+      break;
+    case SteeringKind::dst_any_qp:
+      if (r.dst.family == net::Family::none) {
+        return err(rp + "/destination", "destination rule needs a destination address");
+      }
+      break;
+    case SteeringKind::qp_range:
+      if (r.qp_low > kMaxQp) {
+        return err(rp + "/qp-range/qp-low",
+                   "qp-low " + std::to_string(r.qp_low) + " does not fit in 24 bits");
+      }
+      if (r.qp_high > kMaxQp) {
+        return err(rp + "/qp-range/qp-high",
+                   "qp-high " + std::to_string(r.qp_high) + " does not fit in 24 bits");
+      }
+      if (r.qp_low > r.qp_high) {
+        return err(rp + "/qp-range/qp-high", "qp-high must not be lower than qp-low");
+      }
+      if (r.has_dst && r.dst.family == net::Family::none) {
+        return err(rp + "/qp-range/destination", "destination has no address family");
+      }
+      break;
+    case SteeringKind::prefix: {
+      const unsigned width = family_bits(r.dst.family);
+      if (width == 0) return err(rp + "/prefix", "prefix has no address family");
+      if (r.prefix_len > width) {
+        return err(rp + "/prefix", "prefix length " + std::to_string(r.prefix_len) + " exceeds " +
+                                       std::to_string(width));
+      }
+      if (!host_bits_clear(r.dst, r.prefix_len)) {
+        return err(rp + "/prefix", "prefix " + net::to_string(r.dst) + "/" +
+                                       std::to_string(r.prefix_len) +
+                                       " has bits set beyond its length");
+      }
+      break;
+    }
+    default:
+      return err(rp, "unknown rule kind " + std::to_string(int(r.kind)));
   }
-  return {};
+  if (r.dscp && *r.dscp > 63) {
+    return err(rp + "/dscp", "dscp must be 0..63, not " + std::to_string(*r.dscp));
+  }
+  if (r.policy.empty()) return err(rp + "/policy", "rule names no policy");
+  return std::nullopt;
 }
 
 std::optional<ConfigError> validate_steering(const GatewayConfig& cfg) {
-  std::set<std::string, std::less<>> policies;
+  std::unordered_set<std::string_view> policies;
   for (const Policy& p : cfg.policies) policies.insert(p.name);
 
-  std::map<uint32_t, size_t> ids;
-  std::map<MatchKey, size_t> matches;
+  std::unordered_map<uint32_t, size_t> ids;
+  std::unordered_map<SteeringMatch, size_t, SteeringMatchHash> matches;
+  ids.reserve(cfg.steering.size());
+  matches.reserve(cfg.steering.size());
   // QP ranges of one scope (destination or none, DSCP) must not overlap: a packet in two
   // ranges would have no single most specific rule. Keyed by scope, then qp_low.
-  using Scope = std::tuple<bool, net::Family, std::array<uint8_t, 16>, int>;
-  std::map<Scope, std::map<uint32_t, size_t>> ranges;
-  uint32_t exact_count = 0, lpm4_count = 0, lpm6_count = 0, range_count = 0;
+  std::map<SteeringMatch, std::map<uint32_t, size_t>> ranges;
+  SteeringCounts counts;
 
   for (size_t i = 0; i < cfg.steering.size(); ++i) {
     const SteeringRule& r = cfg.steering[i];
-    const std::string rp = rule_path(r, i);
     if (r.id != 0) {
       if (auto [it, fresh] = ids.emplace(r.id, i); !fresh) {
-        return err(rp, "duplicate rule id " + std::to_string(r.id));
+        return err(rule_path(r, i), "duplicate rule id " + std::to_string(r.id));
       }
     }
-    switch (r.kind) {
-      case SteeringKind::exact:
-        if (r.dst.family == net::Family::none) {
-          return err(rp + "/exact/destination", "exact rule needs a destination address");
-        }
-        if (r.dest_qp > kMaxQp) {
-          return err(rp + "/exact/dest-qp",
-                     "dest-qp " + std::to_string(r.dest_qp) + " does not fit in 24 bits");
-        }
-        if (++exact_count > cfg.capacities.exact_entries) {
-          return err(rp, "exact and destination rules exceed capacities/exact-entries (" +
-                             std::to_string(cfg.capacities.exact_entries) + ")");
-        }
-        break;
-      case SteeringKind::dst_any_qp:
-        if (r.dst.family == net::Family::none) {
-          return err(rp + "/destination", "destination rule needs a destination address");
-        }
-        if (++exact_count > cfg.capacities.exact_entries) {
-          return err(rp, "exact and destination rules exceed capacities/exact-entries (" +
-                             std::to_string(cfg.capacities.exact_entries) + ")");
-        }
-        break;
-      case SteeringKind::qp_range: {
-        if (r.qp_low > kMaxQp) {
-          return err(rp + "/qp-range/qp-low",
-                     "qp-low " + std::to_string(r.qp_low) + " does not fit in 24 bits");
-        }
-        if (r.qp_high > kMaxQp) {
-          return err(rp + "/qp-range/qp-high",
-                     "qp-high " + std::to_string(r.qp_high) + " does not fit in 24 bits");
-        }
-        if (r.qp_low > r.qp_high) {
-          return err(rp + "/qp-range/qp-high", "qp-high must not be lower than qp-low");
-        }
-        if (r.has_dst && r.dst.family == net::Family::none) {
-          return err(rp + "/qp-range/destination", "destination has no address family");
-        }
-        if (++range_count > cfg.capacities.qp_ranges) {
-          return err(rp, "QP range rules exceed capacities/qp-ranges (" +
-                             std::to_string(cfg.capacities.qp_ranges) + ")");
-        }
-        break;
-      }
-      case SteeringKind::prefix: {
-        const unsigned width = family_bits(r.dst.family);
-        if (width == 0) return err(rp + "/prefix", "prefix has no address family");
-        if (r.prefix_len > width) {
-          return err(rp + "/prefix", "prefix length " + std::to_string(r.prefix_len) + " exceeds " +
-                                         std::to_string(width));
-        }
-        if (!host_bits_clear(r.dst, r.prefix_len)) {
-          return err(rp + "/prefix", "prefix " + net::to_string(r.dst) + "/" +
-                                         std::to_string(r.prefix_len) +
-                                         " has bits set beyond its length");
-        }
-        const bool v4 = r.dst.family == net::Family::ipv4;
-        if (v4 && ++lpm4_count > cfg.capacities.lpm4_rules) {
-          return err(rp, "IPv4 prefix rules exceed capacities/lpm4-rules (" +
-                             std::to_string(cfg.capacities.lpm4_rules) + ")");
-        }
-        if (!v4 && ++lpm6_count > cfg.capacities.lpm6_rules) {
-          return err(rp, "IPv6 prefix rules exceed capacities/lpm6-rules (" +
-                             std::to_string(cfg.capacities.lpm6_rules) + ")");
-        }
-        break;
-      }
-      default:
-        return err(rp, "unknown rule kind " + std::to_string(int(r.kind)));
-    }
-    if (r.dscp && *r.dscp > 63) {
-      return err(rp + "/dscp", "dscp must be 0..63, not " + std::to_string(*r.dscp));
-    }
-    if (r.policy.empty()) return err(rp + "/policy", "rule names no policy");
+    if (auto e = check_rule_impl(r, i)) return e;
+    counts.add(r, 1);
+    if (auto e = counts.check(cfg.capacities, r, i)) return e;
     if (!policies.count(r.policy)) {
-      return err(rp + "/policy", "unknown policy '" + r.policy + "'");
+      return err(rule_path(r, i) + "/policy", "unknown policy '" + r.policy + "'");
     }
-    if (auto [it, fresh] = matches.emplace(match_key(r), i); !fresh) {
-      return err(rp, "same match as " + rule_path(cfg.steering[it->second], it->second));
+    if (auto [it, fresh] = matches.emplace(steering_match(r), i); !fresh) {
+      return err(rule_path(r, i),
+                 "same match as " + rule_path(cfg.steering[it->second], it->second));
     }
     if (r.kind == SteeringKind::qp_range) {
-      Scope scope{r.has_dst, r.has_dst ? r.dst.family : net::Family::none,
-                  r.has_dst ? r.dst.bytes : std::array<uint8_t, 16>{}, r.dscp ? int(*r.dscp) : -1};
-      auto& by_low = ranges[scope];
+      auto& by_low = ranges[qp_range_scope(r)];
       // Neighbours by qp_low: the previous range must end before us, the next start after.
       auto next = by_low.lower_bound(r.qp_low);
       auto overlap = [&](size_t j) {
-        return err(rp + "/qp-range", "QP range " + std::to_string(r.qp_low) + ".." +
-                                         std::to_string(r.qp_high) + " overlaps " +
-                                         rule_path(cfg.steering[j], j));
+        return err(rule_path(r, i) + "/qp-range", "QP range " + std::to_string(r.qp_low) + ".." +
+                                                      std::to_string(r.qp_high) + " overlaps " +
+                                                      rule_path(cfg.steering[j], j));
       };
       if (next != by_low.end() && cfg.steering[next->second].qp_low <= r.qp_high) {
         return overlap(next->second);
@@ -550,6 +531,20 @@ std::optional<ConfigError> validate_steering(const GatewayConfig& cfg) {
       }
       by_low.emplace(r.qp_low, i);
     }
+  }
+  return std::nullopt;
+}
+
+std::optional<ConfigError> check_local_sid_impl(const LocalSid& ls) {
+  const std::string lp = local_sid_path(ls.sid);
+  if (auto why = bad_unicast(ls.sid)) return err(lp + "/sid", "local SID " + *why);
+  switch (ls.behavior) {
+    case srv6::LocalSidBehavior::end_dx4:
+    case srv6::LocalSidBehavior::end_dx6:
+    case srv6::LocalSidBehavior::end_dt46:
+      break;
+    default:
+      return err(lp + "/behavior", "unknown behavior " + std::to_string(int(ls.behavior)));
   }
   return std::nullopt;
 }
@@ -565,22 +560,12 @@ std::optional<ConfigError> validate_local_sids(const GatewayConfig& cfg,
                          " local SIDs exceed capacities/local-sids (" +
                          std::to_string(cfg.capacities.local_sids) + ")");
     }
-    if (auto why = bad_unicast(ls.sid)) return err(lp + "/sid", "local SID " + *why);
+    if (auto e = check_local_sid_impl(ls)) return e;
     if (!seen.insert(ls.sid).second) {
       return err(lp, "duplicate local SID " + net::to_string(ls.sid));
     }
-    switch (ls.behavior) {
-      case srv6::LocalSidBehavior::end_dx4:
-      case srv6::LocalSidBehavior::end_dx6:
-      case srv6::LocalSidBehavior::end_dt46:
-        break;
-      default:
-        return err(lp + "/behavior", "unknown behavior " + std::to_string(int(ls.behavior)));
-    }
     if (auto it = policy_sids.find(ls.sid); it != policy_sids.end()) {
-      return err(lp, "local SID " + net::to_string(ls.sid) + " is also a SID of " +
-                         describe(it->second) +
-                         ": traffic to it would be both encapsulated and decapsulated here");
+      return err(lp, local_sid_conflict(ls.sid, it->second.policy, it->second.segment_list));
     }
   }
   return std::nullopt;
@@ -601,6 +586,146 @@ std::optional<ConfigError> validate(const GatewayConfig& cfg) {
   if (auto e = validate_policies(cfg, policy_sids)) return e;
   if (auto e = validate_steering(cfg)) return e;
   if (auto e = validate_local_sids(cfg, policy_sids)) return e;
+  return std::nullopt;
+}
+
+std::optional<ConfigError> check_policy(const GatewayConfig& settings, const Policy& p) {
+  return check_policy_impl(settings, p);
+}
+
+std::optional<ConfigError> check_rule(const SteeringRule& r, size_t index) {
+  return check_rule_impl(r, index);
+}
+
+std::optional<ConfigError> check_local_sid(const LocalSid& ls) {
+  return check_local_sid_impl(ls);
+}
+
+std::string local_sid_conflict(const net::Ipv6Addr& sid, std::string_view policy,
+                               std::string_view segment_list) {
+  return "local SID " + net::to_string(sid) + " is also a SID of policy '" + std::string(policy) +
+         "' segment-list '" + std::string(segment_list) +
+         "': traffic to it would be both encapsulated and decapsulated here";
+}
+
+std::string path_id_conflict(uint16_t path_id, std::string_view policy,
+                             std::string_view segment_list) {
+  return "path-id " + std::to_string(path_id) + " is already used by policy '" +
+         std::string(policy) + "' segment-list '" + std::string(segment_list) +
+         "' (path ids are unique across the gateway)";
+}
+
+SteeringMatch steering_match(const SteeringRule& r) {
+  SteeringMatch m;
+  m.kind = r.kind;
+  m.dscp = r.dscp ? int16_t(*r.dscp) : int16_t(-1);
+  switch (r.kind) {
+    case SteeringKind::exact:
+      m.family = r.dst.family;
+      m.dst = r.dst.bytes;
+      m.dest_qp = r.dest_qp;
+      m.has_dst = true;
+      break;
+    case SteeringKind::dst_any_qp:
+      m.family = r.dst.family;
+      m.dst = r.dst.bytes;
+      m.has_dst = true;
+      break;
+    case SteeringKind::qp_range:
+      if (r.has_dst) {
+        m.family = r.dst.family;
+        m.dst = r.dst.bytes;
+        m.has_dst = true;
+      }
+      m.qp_low = r.qp_low;
+      m.qp_high = r.qp_high;
+      break;
+    case SteeringKind::prefix:
+      m.family = r.dst.family;
+      m.dst = r.dst.bytes;
+      m.prefix_len = r.prefix_len;
+      m.has_dst = true;
+      break;
+  }
+  return m;
+}
+
+SteeringMatch qp_range_scope(const SteeringRule& r) {
+  SteeringMatch m;
+  m.kind = SteeringKind::qp_range;
+  m.has_dst = r.has_dst;
+  if (r.has_dst) {
+    m.family = r.dst.family;
+    m.dst = r.dst.bytes;
+  }
+  m.dscp = r.dscp ? int16_t(*r.dscp) : int16_t(-1);
+  return m;
+}
+
+size_t SteeringMatchHash::operator()(const SteeringMatch& m) const {
+  // FNV-1a over the fields (no padding bytes are read).
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xFF;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(uint64_t(m.kind) | uint64_t(m.family) << 8 | uint64_t(m.has_dst) << 16 |
+      uint64_t(m.prefix_len) << 24 | uint64_t(uint16_t(m.dscp)) << 32);
+  uint64_t a = 0, b = 0;
+  std::memcpy(&a, m.dst.data(), 8);
+  std::memcpy(&b, m.dst.data() + 8, 8);
+  mix(a);
+  mix(b);
+  mix(uint64_t(m.dest_qp) | uint64_t(m.qp_low) << 32);
+  mix(m.qp_high);
+  return size_t(h);
+}
+
+void SteeringCounts::add(const SteeringRule& r, int delta) {
+  switch (r.kind) {
+    case SteeringKind::exact:
+    case SteeringKind::dst_any_qp:
+      exact += delta;
+      break;
+    case SteeringKind::qp_range:
+      qp_ranges += delta;
+      break;
+    case SteeringKind::prefix:
+      (r.dst.family == net::Family::ipv4 ? lpm4 : lpm6) += delta;
+      break;
+  }
+}
+
+std::optional<ConfigError> SteeringCounts::check(const Capacities& caps, const SteeringRule& r,
+                                                 size_t index) const {
+  const std::string rp = rule_path(r, index);
+  switch (r.kind) {
+    case SteeringKind::exact:
+    case SteeringKind::dst_any_qp:
+      if (exact > int64_t(caps.exact_entries)) {
+        return err(rp, "exact and destination rules exceed capacities/exact-entries (" +
+                           std::to_string(caps.exact_entries) + ")");
+      }
+      break;
+    case SteeringKind::qp_range:
+      if (qp_ranges > int64_t(caps.qp_ranges)) {
+        return err(rp, "QP range rules exceed capacities/qp-ranges (" +
+                           std::to_string(caps.qp_ranges) + ")");
+      }
+      break;
+    case SteeringKind::prefix:
+      if (r.dst.family == net::Family::ipv4 && lpm4 > int64_t(caps.lpm4_rules)) {
+        return err(rp, "IPv4 prefix rules exceed capacities/lpm4-rules (" +
+                           std::to_string(caps.lpm4_rules) + ")");
+      }
+      if (r.dst.family != net::Family::ipv4 && lpm6 > int64_t(caps.lpm6_rules)) {
+        return err(rp, "IPv6 prefix rules exceed capacities/lpm6-rules (" +
+                           std::to_string(caps.lpm6_rules) + ")");
+      }
+      break;
+  }
   return std::nullopt;
 }
 

@@ -4,6 +4,8 @@
 // compiler turns it into the immutable objects the data plane reads. No libyang, no DPDK.
 #pragma once
 
+#include <array>
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -136,6 +138,52 @@ struct ConfigError {
 // Semantic checks shared by the file loader and the gRPC agent: SID counts, weights, modes,
 // references to unknown policies, duplicates, capacity limits. Returns the first error.
 std::optional<ConfigError> validate(const GatewayConfig& cfg);
+
+// The parts of validate() that look at one object alone (with the gateway-wide settings
+// it depends on: source address, hop limit, capacities/max-sids). validate() runs them on
+// every object; the gRPC agent runs them only on the objects a batch changes and checks
+// the relations between objects (unique keys, matches and path ids, references, capacities,
+// overlaps) against indexes of the running configuration (lib/agent/config_index.hpp).
+std::optional<ConfigError> check_policy(const GatewayConfig& settings, const Policy& p);
+// `index` (0-based position) only names rules without an id.
+std::optional<ConfigError> check_rule(const SteeringRule& r, size_t index);
+std::optional<ConfigError> check_local_sid(const LocalSid& ls);
+
+// Messages of the cross-object refusals, shared so both validations word them alike.
+std::string local_sid_conflict(const net::Ipv6Addr& sid, std::string_view policy,
+                               std::string_view segment_list);
+std::string path_id_conflict(uint16_t path_id, std::string_view policy,
+                             std::string_view segment_list);
+
+// What a steering rule matches on; two rules with equal matches are duplicates. Fields
+// a kind does not match on are zero.
+struct SteeringMatch {
+  SteeringKind kind = SteeringKind::exact;
+  net::Family family = net::Family::none;
+  bool has_dst = false;
+  uint8_t prefix_len = 0;
+  int16_t dscp = -1;  // -1 = any
+  std::array<uint8_t, 16> dst{};
+  uint32_t dest_qp = 0, qp_low = 0, qp_high = 0;
+  friend bool operator==(const SteeringMatch&, const SteeringMatch&) = default;
+  friend auto operator<=>(const SteeringMatch&, const SteeringMatch&) = default;
+};
+struct SteeringMatchHash {
+  size_t operator()(const SteeringMatch& m) const;
+};
+SteeringMatch steering_match(const SteeringRule& r);
+// QP ranges of one scope (destination or none, DSCP) must not overlap: the scope of a
+// qp-range rule (its match without the range).
+SteeringMatch qp_range_scope(const SteeringRule& r);
+
+// Rules per table, against capacities.
+struct SteeringCounts {
+  int64_t exact = 0, lpm4 = 0, lpm6 = 0, qp_ranges = 0;
+  void add(const SteeringRule& r, int delta);
+  // The refusal naming `r` when the table `r` goes into is over capacity.
+  std::optional<ConfigError> check(const Capacities& caps, const SteeringRule& r,
+                                   size_t index) const;
+};
 
 // YANG instance paths of configuration nodes, for errors raised outside validate() (the
 // agent's own checks) so that every refusal names nodes the same way.

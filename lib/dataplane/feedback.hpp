@@ -106,21 +106,116 @@ struct alignas(64) ReflectTable {
   }
 };
 
-// ---- Recent paths (per worker) ----
-// For the fallback blame when a CNP arrives without a reflected path id: which of our segment
-// lists carried traffic toward that remote host recently. Written by the owning worker on
-// every encapsulation (one entry per remote-host hash), read by the engine on the main lcore
-// (relaxed atomics: a racy but well-defined read; an occasional torn view only blurs a
-// heuristic). The mask restarts when the entry is older than the window.
+// ---- Recent path use (per worker) ----
+// For the fallback blame when a CNP arrives without a reflected path id: how many packets each
+// of our segment lists carried toward that remote host lately. A CNP answers CE marks on
+// packets sent some time before it (microseconds for an RNIC, milliseconds for a busy or
+// emulated host), so the table keeps packet counts per list in two coarse epochs (current and
+// previous, an epoch = 2^shift TSC cycles, about 5 ms): the engine blames the lists in
+// proportion to their use over the last one to two epochs. A flow that just moved off a
+// congested list is then still blamed mostly on that list, not on the one it moved to.
+// Written by the owning worker on every encapsulation (its own cache line per entry), read by
+// the engine on the main lcore (relaxed atomics: a racy but well-defined read; an occasional
+// torn view only blurs a heuristic).
 inline constexpr unsigned kRecentBits = 12;
 inline constexpr unsigned kRecentEntries = 1u << kRecentBits;
+inline constexpr unsigned kRecentWays = 8;  // lists remembered per pair (least used replaced)
+inline constexpr uint8_t kRecentNoPath = 0xFF;
 
-struct RecentPathEntry {
-  std::atomic<uint32_t> key{0};   // pair_hash(local host, remote host); 0 = empty
-  std::atomic<uint32_t> slot{0};  // policy slot
-  std::atomic<uint64_t> since_tsc{0};
-  std::atomic<uint64_t> mask{0};  // bit i = path index i of the policy in that slot
-  std::atomic<uint32_t> last{0};  // path index of the latest packet (per-flow modes)
+struct alignas(64) RecentPathEntry {
+  std::atomic<uint32_t> key{0};             // pair_hash(local host, remote host); 0 = empty
+  std::atomic<uint32_t> slot{0};            // policy slot
+  std::atomic<uint32_t> epoch{0};           // coarse time of `cur` (tsc >> shift, truncated)
+  std::atomic<uint8_t> path[kRecentWays];   // path index in the policy, kRecentNoPath = free
+  std::atomic<uint16_t> cur[kRecentWays];   // packets this epoch
+  std::atomic<uint16_t> prev[kRecentWays];  // packets the epoch before
+  RecentPathEntry() {
+    for (unsigned i = 0; i < kRecentWays; ++i) {
+      path[i].store(kRecentNoPath, std::memory_order_relaxed);
+      cur[i].store(0, std::memory_order_relaxed);
+      prev[i].store(0, std::memory_order_relaxed);
+    }
+  }
+};
+static_assert(sizeof(RecentPathEntry) == 64, "one cache line per entry");
+
+// Worker side: one packet of the pair `key` (policy `slot`) went out on path index `idx` in
+// coarse epoch `epoch`. Single writer: plain load/store, no read-modify-write.
+inline void recent_note(RecentPathEntry& e, uint32_t key, uint32_t slot, uint8_t idx,
+                        uint32_t epoch) {
+  constexpr auto R = std::memory_order_relaxed;
+  if (__builtin_expect(e.key.load(R) != key || e.slot.load(R) != slot, 0)) {
+    e.key.store(key, R);
+    e.slot.store(slot, R);
+    e.epoch.store(epoch, R);
+    for (unsigned i = 0; i < kRecentWays; ++i) {
+      e.path[i].store(kRecentNoPath, R);
+      e.cur[i].store(0, R);
+      e.prev[i].store(0, R);
+    }
+  } else if (const uint32_t was = e.epoch.load(R); __builtin_expect(was != epoch, 0)) {
+    const bool next = epoch == was + 1;  // else idle for more than an epoch: history is stale
+    for (unsigned i = 0; i < kRecentWays; ++i) {
+      e.prev[i].store(next ? e.cur[i].load(R) : 0, R);
+      e.cur[i].store(0, R);
+    }
+    e.epoch.store(epoch, R);
+  }
+  unsigned way = kRecentWays, victim = 0;
+  uint32_t victim_use = UINT32_MAX;
+  for (unsigned i = 0; i < kRecentWays; ++i) {
+    const uint8_t p = e.path[i].load(R);
+    if (p == idx) {
+      way = i;
+      break;
+    }
+    const uint32_t use =
+        p == kRecentNoPath ? 0 : uint32_t(e.cur[i].load(R)) + uint32_t(e.prev[i].load(R));
+    if (use < victim_use) {
+      victim_use = use;
+      victim = i;
+    }
+  }
+  if (__builtin_expect(way == kRecentWays, 0)) {  // a list not seen lately: replace the least used
+    way = victim;
+    e.path[way].store(idx, R);
+    e.cur[way].store(0, R);
+    e.prev[way].store(0, R);
+  }
+  uint16_t c = e.cur[way].load(R);
+  if (__builtin_expect(c == UINT16_MAX, 0)) {  // saturated: halve all, proportions stay
+    for (unsigned i = 0; i < kRecentWays; ++i) {
+      e.cur[i].store(uint16_t(e.cur[i].load(R) / 2), R);
+      e.prev[i].store(uint16_t(e.prev[i].load(R) / 2), R);
+    }
+    c = e.cur[way].load(R);
+  }
+  e.cur[way].store(uint16_t(c + 1), R);
+}
+
+// Engine side: calls f(path index, packets) for the lists the pair `key` used in the current
+// and the previous epoch as of `now_epoch` (an entry last written an epoch ago contributes
+// its then-current counts only). Nothing when the entry belongs to another pair.
+template <class F>
+inline void recent_read(const RecentPathEntry& e, uint32_t key, uint32_t now_epoch, F f) {
+  constexpr auto R = std::memory_order_relaxed;
+  if (e.key.load(R) != key) return;
+  const uint32_t epoch = e.epoch.load(R);
+  const bool current = epoch == now_epoch;
+  if (!current && epoch + 1 != now_epoch) return;  // older than the window
+  for (unsigned i = 0; i < kRecentWays; ++i) {
+    const uint8_t p = e.path[i].load(R);
+    if (p == kRecentNoPath) continue;
+    const uint32_t n = uint32_t(e.cur[i].load(R)) + (current ? uint32_t(e.prev[i].load(R)) : 0);
+    if (n) f(p, n);
+  }
+}
+
+// What Gateway::recent_paths reports: one of our paths and how many packets toward the pair
+// it carried in the window (summed per worker; the same path may appear once per worker).
+struct RecentUse {
+  uint16_t path_id = 0;
+  uint32_t packets = 0;
 };
 
 }  // namespace srv6gw::dataplane

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <string>
 
@@ -26,8 +27,10 @@ namespace {
 // late; every newer CE on the pair replaces the entry, so a long window only keeps the most
 // recent congested path named, it never names an old one over a newer one.
 constexpr double kReflectWindowSeconds = 10e-3;
-// A recent-path mask covers about this much traffic history.
-constexpr double kRecentWindowSeconds = 2e-3;
+// A recent-path epoch lasts about this long (rounded to a power of two of TSC cycles); the
+// fallback blame looks at one to two epochs of history. Long enough for a host that answers
+// CE a few milliseconds late, short enough that a flow's lists of a second ago do not count.
+constexpr double kRecentEpochSeconds = 5e-3;
 
 class GatewayImpl final : public Gateway {
  public:
@@ -64,7 +67,8 @@ class GatewayImpl final : public Gateway {
     reflect_->max_age = uint16_t(
         std::clamp(hz * kReflectWindowSeconds / double(1u << kReflectTimeShift), 1.0, 65535.0));
     reflect_->enabled.store(cfg.engine.reflect, std::memory_order_relaxed);
-    recent_window_tsc_ = uint64_t(hz * kRecentWindowSeconds);
+    recent_epoch_shift_ =
+        unsigned(std::clamp(std::lround(std::log2(hz * kRecentEpochSeconds)), 10L, 40L));
     for (unsigned i = 0; i < n_workers; ++i) {
       auto w = std::make_unique<WorkerContext>(runtime_->slot_capacity());
       w->runtime = runtime_.get();
@@ -77,7 +81,7 @@ class GatewayImpl final : public Gateway {
       w->learned_host_mac = &learned_host_mac_;
       w->feedback_ring = feedback_ring_;
       w->reflect = reflect_.get();
-      w->recent_window_tsc = recent_window_tsc_;
+      w->recent_epoch_shift = recent_epoch_shift_;
       workers_.push_back(std::move(w));
     }
     layouts_.resize(runtime_->slot_capacity());
@@ -120,32 +124,20 @@ class GatewayImpl final : public Gateway {
   }
 
   void recent_paths(const net::IpAddr& local, const net::IpAddr& remote,
-                    std::vector<uint16_t>& path_ids) const override {
+                    std::vector<RecentUse>& uses) const override {
     const uint32_t key = pair_hash(local, remote);
-    const uint64_t now = rte_rdtsc();
+    const uint64_t tsc = rte_rdtsc();
     for (const auto& w : workers_) {
       const RecentPathEntry& e = w->recent[key & (kRecentEntries - 1)];
-      if (e.key.load(std::memory_order_relaxed) != key) continue;
       const uint32_t slot = e.slot.load(std::memory_order_relaxed);
-      uint64_t mask = e.mask.load(std::memory_order_relaxed);
-      const uint64_t since = e.since_tsc.load(std::memory_order_relaxed);
-      // A fixed test clock may run behind the TSC; a mask older than two windows is history.
-      if (!w->fixed_tsc && now - since > 2 * recent_window_tsc_) continue;
       if (slot >= runtime_->slot_capacity()) continue;
       const policy::CompiledPolicy* p = runtime_->policy(slot);
       if (!p) continue;
-      // Per-flow modes: the pair's traffic sits on one list; the one it used last is the
-      // one its CNP is about (the mask also holds lists it left when weights changed).
-      if (p->mode == config::SelectionMode::flow || p->mode == config::SelectionMode::flowlet ||
-          p->mode == config::SelectionMode::adaptive) {
-        const uint32_t last = e.last.load(std::memory_order_relaxed);
-        if (last < p->paths.size()) path_ids.push_back(p->paths[last].path_id);
-        continue;
-      }
-      for (; mask; mask &= mask - 1) {
-        const unsigned i = unsigned(__builtin_ctzll(mask));
-        if (i < p->paths.size()) path_ids.push_back(p->paths[i].path_id);
-      }
+      // A test's fixed clock stands for the worker's time.
+      const uint64_t now = w->fixed_tsc ? w->fixed_tsc : tsc;
+      recent_read(e, key, uint32_t(now >> recent_epoch_shift_), [&](uint8_t idx, uint32_t n) {
+        if (idx < p->paths.size()) uses.push_back(RecentUse{p->paths[idx].path_id, n});
+      });
     }
   }
 
@@ -217,7 +209,7 @@ class GatewayImpl final : public Gateway {
   LearnedMac learned_host_mac_;
   rte_ring* feedback_ring_ = nullptr;      // workers enqueue (MP), the engine dequeues (SC)
   std::unique_ptr<ReflectTable> reflect_;  // shared by the workers (see feedback.hpp)
-  uint64_t recent_window_tsc_ = 0;
+  unsigned recent_epoch_shift_ = 24;
   mutable std::mutex stats_mutex_;  // layouts_ and baselines_ (control threads)
   std::vector<SlotLayout> layouts_;
   std::vector<std::array<PathCounter, policy::kMaxPaths>> baselines_;

@@ -121,27 +121,13 @@ inline void write_eth(uint8_t* p, const uint8_t* dst, const uint8_t* src, uint16
   return tag;
 }
 
-// Which of our paths carried traffic toward this remote host recently (fallback blame for
-// CNPs without a reflected path id). Stores only when something changed.
+// How many packets each of our paths carried toward this remote host lately (fallback blame
+// for CNPs without a reflected path id). One worker-private cache line per host pair.
 inline void note_recent_path(WorkerContext& w, const net::PacketInfo& info, uint32_t slot,
                              uint8_t idx, uint64_t now) {
   const uint32_t key = pair_hash(info.src, info.dst);
-  RecentPathEntry& e = w.recent[key & (kRecentEntries - 1)];
-  const uint64_t bit = uint64_t(1) << idx;
-  if (unlikely(e.key.load(std::memory_order_relaxed) != key ||
-               e.slot.load(std::memory_order_relaxed) != slot ||
-               now - e.since_tsc.load(std::memory_order_relaxed) > w.recent_window_tsc)) {
-    e.key.store(key, std::memory_order_relaxed);
-    e.slot.store(slot, std::memory_order_relaxed);
-    e.since_tsc.store(now, std::memory_order_relaxed);
-    e.mask.store(bit, std::memory_order_relaxed);
-    e.last.store(idx, std::memory_order_relaxed);
-    return;
-  }
-  const uint64_t mask = e.mask.load(std::memory_order_relaxed);
-  if (unlikely(!(mask & bit))) e.mask.store(mask | bit, std::memory_order_relaxed);
-  if (unlikely(e.last.load(std::memory_order_relaxed) != idx))
-    e.last.store(idx, std::memory_order_relaxed);
+  recent_note(w.recent[key & (kRecentEntries - 1)], key, slot, idx,
+              uint32_t(now >> w.recent_epoch_shift));
 }
 
 // Encapsulates one classified RoCEv2 packet steered to `slot` (kNoSlot: a miss). Returns

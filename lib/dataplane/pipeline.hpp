@@ -106,13 +106,12 @@ class Gateway {
   // Moves up to `max` of them into `out` and returns how many. Single consumer: one control
   // thread (the engine on the main lcore) at a time.
   virtual unsigned drain_feedback(FeedbackEvent* out, unsigned max) = 0;
-  // Appends our path ids that carried traffic from inner host `local` toward `remote`
-  // within the last few milliseconds, on any worker (fallback blame of a CNP that carries
-  // no reflected path id): in the per-flow modes (flow, flowlet, adaptive) the list the
-  // pair used last, in the spraying modes every list it used. Control thread; reads the
-  // workers' tables racily by design.
+  // Appends our paths that carried traffic from inner host `local` toward `remote` in the
+  // last one to two recent-path epochs (~5-10 ms), with their packet counts, on any worker
+  // (fallback blame of a CNP that carries no reflected path id, in proportion to use).
+  // Control thread; reads the workers' tables racily by design.
   virtual void recent_paths(const net::IpAddr& local, const net::IpAddr& remote,
-                            std::vector<uint16_t>& path_ids) const = 0;
+                            std::vector<RecentUse>& uses) const = 0;
 };
 
 // Worker API. `pkts` is the burst received on one port. Packets to transmit on the other port

@@ -59,15 +59,15 @@ struct alignas(64) WorkerContext {
   // and the reflection table (workers write on CE, read on CNP), both owned by the Gateway.
   rte_ring* feedback_ring = nullptr;
   ReflectTable* reflect = nullptr;
-  uint64_t recent_window_tsc = 0;  // a recent-path mask restarts after this long
+  unsigned recent_epoch_shift = 24;  // recent-path epoch = 2^shift TSC cycles (~5 ms)
 
   // Worker-private.
   uint64_t last_learned_host_mac = 0;  // what this worker last stored (avoids shared writes)
   policy::SelectorState selector;
   // [slot * policy::kMaxPaths + path]: written by the worker, summed by Gateway::path_stats.
   std::unique_ptr<PathCounter[]> path_counters;
-  // Recent paths per remote host (fallback blame): written by the worker, read by the main
-  // lcore through Gateway::recent_paths (relaxed atomics).
+  // Recent path use per remote host (fallback blame): written by the worker, read by the
+  // main lcore through Gateway::recent_paths (relaxed atomics).
   std::unique_ptr<RecentPathEntry[]> recent{new RecentPathEntry[kRecentEntries]};
   // Events collected during one burst, enqueued once at its end (at most two per packet).
   uint16_t n_pending = 0;

@@ -35,15 +35,27 @@ bool Attributor::feed(const dataplane::FeedbackEvent& e, Engine& engine) {
   // the other way.
   scratch_.clear();
   if (recent_) recent_(e.dst(), e.src(), scratch_);
-  std::sort(scratch_.begin(), scratch_.end());
-  scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
-  if (scratch_.empty()) {
+  // Sum per path (one entry per worker that carried the pair), then share one unit of blame
+  // in proportion to the packets each path carried in the window.
+  std::sort(scratch_.begin(), scratch_.end(),
+            [](const auto& a, const auto& b) { return a.path_id < b.path_id; });
+  double total = 0;
+  size_t n = 0;
+  for (size_t i = 0; i < scratch_.size(); ++i) {
+    total += scratch_[i].packets;
+    if (n && scratch_[n - 1].path_id == scratch_[i].path_id)
+      scratch_[n - 1].packets += scratch_[i].packets;
+    else
+      scratch_[n++] = scratch_[i];
+  }
+  scratch_.resize(n);
+  if (total <= 0) {
     ++counters_.cnp_unattributed;
     return false;
   }
-  const double share = 1.0 / double(scratch_.size());
   bool any = false;
-  for (uint16_t id : scratch_) any |= engine.report(id, share);
+  for (const dataplane::RecentUse& u : scratch_)
+    any |= engine.report(u.path_id, double(u.packets) / total);
   if (any)
     ++counters_.cnp_fallback;
   else

@@ -3,9 +3,10 @@
 //   cnp_decap with a reflected Tag  -> exactly that path (1 unit).
 //   cnp_decap without one (a peer that does not reflect, or no SRH)
 //                                   -> the paths that carried our traffic toward the CNP's
-//                                      sender recently, 1 unit shared equally (flow mode:
-//                                      usually the one list of that pair; sprayed: all of
-//                                      them). Equal shares, not shares by use: see
+//                                      sender in the last ~5-10 ms, 1 unit shared in
+//                                      proportion to the packets each carried (flow mode:
+//                                      usually the one list of that pair, or mostly the one
+//                                      it just left; sprayed: all of them by weight). See
 //                                      docs/engine.md.
 //   ce_decap, cnp_encap             -> counted only: they concern the remote's paths (the
 //                                      reflection itself happens in the data plane).
@@ -35,9 +36,10 @@ struct AttributionCounters {
 
 class Attributor {
  public:
-  // Appends our path ids that carried traffic from `local` toward `remote` recently.
+  // Appends our paths that carried traffic from `local` toward `remote` recently, with
+  // packet counts (a path may appear several times: the counts add up).
   using RecentLookup = std::function<void(const net::IpAddr& local, const net::IpAddr& remote,
-                                          std::vector<uint16_t>& path_ids)>;
+                                          std::vector<dataplane::RecentUse>& uses)>;
   explicit Attributor(RecentLookup recent) : recent_(std::move(recent)) {}
 
   // Feeds one event to `engine`. Returns true when it became evidence for a path.
@@ -47,7 +49,7 @@ class Attributor {
 
  private:
   RecentLookup recent_;
-  std::vector<uint16_t> scratch_;
+  std::vector<dataplane::RecentUse> scratch_;
   AttributionCounters counters_;
 };
 

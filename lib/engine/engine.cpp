@@ -144,8 +144,14 @@ void Engine::close_interval(uint64_t now, uint64_t quiet_intervals, std::vector<
           }
           continue;
         }
+        // One CNP's worth of evidence (or more) since the last decrease is one full
+        // multiplicative decrease; a fallback blame's share of a CNP is that share of it
+        // (decrease^share): a list a CNP only partly points at loses only part of a step.
+        p.pending_evidence += evidence;
         if (p.last_decrease_ns == 0 || now - p.last_decrease_ns >= decrease_gap) {
-          const double f = std::max(p.factor * P.decrease, P.min_factor);
+          const double step = std::pow(P.decrease, std::min(1.0, p.pending_evidence));
+          const double f = std::max(p.factor * step, P.min_factor);
+          p.pending_evidence = 0.0;
           if (f < p.factor) {
             change(pol, p, f, Reason::congestion, now, out);
             p.last_decrease_ns = now;
@@ -190,6 +196,7 @@ bool Engine::set_admin(uint16_t path_id, bool up, uint64_t now_ns, std::vector<D
   p.excluded = false;
   p.score = 0.0;
   p.evidence = 0.0;
+  p.pending_evidence = 0.0;
   p.ever_congested = false;
   p.last_decrease_ns = 0;
   p.last_increase_ns = 0;

@@ -12,7 +12,9 @@
 //   score   EWMA over intervals of the congestion evidence per interval:
 //           score = (1 - alpha) * score + alpha * evidence_in_interval.
 //   decrease an interval with evidence multiplies the factor by `decrease` (not below
-//           `min_factor`), at most once per `decrease_gap_us`.
+//           `min_factor`), at most once per `decrease_gap_us`; evidence below one unit
+//           since the last decrease (a fallback blame's share of a CNP) scales the step:
+//           factor * decrease^evidence.
 //   exclude a path whose score reaches `exclude_threshold` gets factor 0 (its traffic fails
 //           over to the remaining lists, or to the backups), unless that would leave the
 //           policy with no usable list: congestion never empties a policy, only an explicit
@@ -132,7 +134,8 @@ class Engine {
     bool backup = false;
     double factor = 1.0;
     double score = 0.0;
-    double evidence = 0.0;  // current interval
+    double evidence = 0.0;          // current interval
+    double pending_evidence = 0.0;  // since the last decrease (sizes the next one)
     double evidence_total = 0.0;
     bool excluded = false;
     bool admin_down = false;

@@ -24,7 +24,13 @@ uint32_t next_lineage() {
 
 // Fills the active set, the SWRR weights and the bucket table from the paths' effective
 // weights. Active set: usable primaries, or usable backups when no primary is usable.
-void compute_selection(CompiledPolicy& cp) {
+// `previous` (a factor-only rebuild: same lists, new weights) is the bucket table in force:
+// buckets whose list keeps its share stay where they are, so a weight change moves only
+// the flows it must (from lists that shrink to lists that grow). Without it a change would
+// re-deal the whole table and move flows between lists whose weights did not change, which
+// reorders RoCE traffic and confuses the engine's attribution.
+void compute_selection(CompiledPolicy& cp,
+                       const std::array<uint8_t, kBuckets>* previous = nullptr) {
   cp.active_count = 0;
   cp.active_mask = 0;
   for (int pass = 0; pass < 2 && cp.active_count == 0; ++pass) {
@@ -90,6 +96,43 @@ void compute_selection(CompiledPolicy& cp) {
       if (count[i] > count[best]) best = i;
     --count[best];
     --assigned;
+  }
+  if (previous) {
+    std::array<int, kMaxPaths> position;  // path index -> active position, -1 = inactive
+    position.fill(-1);
+    for (unsigned i = 0; i < cp.active_count; ++i) position[cp.active[i]] = int(i);
+    std::array<uint32_t, kMaxPaths> kept{};
+    std::array<uint16_t, kBuckets> free_buckets;
+    unsigned n_free = 0;
+    for (unsigned b = 0; b < kBuckets; ++b) {
+      const uint8_t path = (*previous)[b];
+      const int pos = path < kMaxPaths ? position[path] : -1;
+      if (pos >= 0 && kept[unsigned(pos)] < count[unsigned(pos)]) {
+        ++kept[unsigned(pos)];
+        cp.buckets[b] = path;
+      } else {
+        free_buckets[n_free++] = uint16_t(b);
+      }
+    }
+    // The freed buckets go to the lists short of their count, dealt by SWRR over the
+    // shortfalls so that each list's new buckets are spread over the table.
+    std::array<int64_t, kMaxPaths> deficit{}, current{};
+    for (unsigned i = 0; i < cp.active_count; ++i) deficit[i] = int64_t(count[i] - kept[i]);
+    for (unsigned k = 0; k < n_free; ++k) {
+      unsigned best = 0;
+      int64_t best_value = INT64_MIN;
+      for (unsigned i = 0; i < cp.active_count; ++i) {
+        if (deficit[i] == 0) continue;
+        current[i] += deficit[i];
+        if (current[i] > best_value) {
+          best_value = current[i];
+          best = i;
+        }
+      }
+      current[best] -= int64_t(n_free);
+      cp.buckets[free_buckets[k]] = cp.active[best];
+    }
+    return;
   }
   std::array<int64_t, kMaxPaths> current{};
   for (unsigned b = 0; b < kBuckets; ++b) {
@@ -191,7 +234,7 @@ std::unique_ptr<const CompiledPolicy> with_factors(const CompiledPolicy& p,
     path.factor_q16 = factor_to_q16(factors[i]);
     path.effective_weight = uint64_t(path.weight) * path.factor_q16;
   }
-  compute_selection(*cp);
+  compute_selection(*cp, &p.buckets);
   return cp;
 }
 

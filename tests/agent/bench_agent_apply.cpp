@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // How fast one Apply of N steering upserts (default 100000) goes through the whole agent:
-// client serialisation, unix socket, conversion, config::validate(), the real Gateway's
+// client serialisation, unix socket, conversion, incremental validation, the real Gateway's
 // publication (EAL --no-huge) and the fsync'ed state file. Also without persistence and
-// against a sink that accepts everything (the agent's own share). Prints entries/s.
+// against a sink that accepts everything (the agent's own share). Then a 3-change batch on
+// a running state of M rules (default 1000000): what an Apply costs when the state is large.
+// Prints entries/s; the agent logs validate / data plane / persist ms of every Apply.
 //
-//   bench-agent-apply [N]
+//   bench-agent-apply [N [M]]
 #include <rte_eal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -73,13 +75,14 @@ bool run(const char* label, Agent& agent, const v1::ApplyRequest& req) {
 
 int main(int argc, char** argv) {
   const uint32_t n = argc > 1 ? uint32_t(std::strtoul(argv[1], nullptr, 10)) : 100000;
+  const uint32_t m = argc > 2 ? uint32_t(std::strtoul(argv[2], nullptr, 10)) : 1000000;
   std::string prefix = test::cat({"--file-prefix=srv6gw-bench-agent-", std::to_string(getpid())});
   const char* eal[] = {"bench-agent-apply",
                        "--no-huge",
                        "--no-shconf",
                        prefix.c_str(),
                        "-m",
-                       "1024",
+                       "2048",
                        "--no-pci",
                        "--log-level=3",
                        "-l",
@@ -143,6 +146,69 @@ int main(int argc, char** argv) {
     if (agent) agent->stop();
   }
   gateway.reset();
+
+  // A small batch on a large running state: 3 changes (an upsert that moves a rule, a new
+  // rule, a delete) on m rules.
+  if (m > 0) {
+    config::GatewayConfig big = cfg;
+    big.capacities.exact_entries = m + 1024;
+    big.steering.reserve(m);
+    for (uint32_t k = 0; k < m; ++k) {
+      config::SteeringRule r;
+      r.id = 1 + k;
+      r.dst = *net::parse_ip(test::ipv4_from(r.id));
+      r.dest_qp = r.id & 0xFFFFFF;
+      r.policy = "base";
+      big.steering.push_back(std::move(r));
+    }
+    auto small_batch = [&](uint32_t round) {
+      v1::ApplyRequest req;
+      *req.add_changes()->mutable_upsert_steering() =
+          test::exact_rule(1 + round, "10.255.0.1", 100 + round, "base");
+      *req.add_changes()->mutable_upsert_steering() =
+          test::exact_rule(m + 1 + round, "10.255.0.2", 100 + round, "base");
+      req.add_changes()->set_delete_steering(m / 2 + round);
+      return req;
+    };
+    const std::string label = "3 changes on " + std::to_string(m) + " rules";
+    {
+      AcceptingSink accept;
+      AgentOptions o;
+      o.listen = "unix:" + dir.file("d.sock");
+      o.state_path.clear();
+      std::string err;
+      auto agent = Agent::start(o, accept, big, 0, err);
+      for (uint32_t round = 0; agent && round < 3; ++round)
+        ok &= run(("agent only, not persisted: " + label).c_str(), *agent, small_batch(round));
+      if (agent) agent->stop();
+    }
+    auto big_gateway = dataplane::Gateway::create(big, 1, dataplane::PortEnv{}, nullptr, cerr);
+    if (!big_gateway) {
+      std::fprintf(stderr, "Gateway::create (%u rules): %s: %s\n", m, cerr.path.c_str(),
+                   cerr.message.c_str());
+      return 1;
+    }
+    GatewaySink big_sink(*big_gateway, &control);
+    for (bool persisted : {false, true}) {
+      AgentOptions o;
+      o.listen = "unix:" + dir.file(persisted ? "f.sock" : "e.sock");
+      if (persisted)
+        o.state_path = dir.file("big-state.json");
+      else
+        o.state_path.clear();
+      std::string err;
+      auto agent = Agent::start(o, big_sink, big_gateway->running_config(), 0, err);
+      for (uint32_t round = persisted ? 3 : 6; agent && round < (persisted ? 6u : 9u); ++round) {
+        ok &= run(
+            ((persisted ? "real Gateway, persisted: " : "real Gateway, not persisted: ") + label)
+                .c_str(),
+            *agent, small_batch(round));
+        big_gateway->reclaim();
+      }
+      if (agent) agent->stop();
+    }
+    big_gateway.reset();
+  }
   rte_eal_cleanup();
   return ok ? 0 : 1;
 }

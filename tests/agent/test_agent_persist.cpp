@@ -148,7 +148,8 @@ TEST_F(AgentPersist, CorruptFilesAreSetAside) {
   std::string bad_generation = good;
   bad_generation.replace(bad_generation.find("\"generation\": 2"), 15, "\"generation\": -2");
   std::string bad_yang = good;
-  bad_yang.replace(bad_yang.find("\"hop-limit\": 64"), 15, "\"hop-limit\": 640");
+  bad_yang.replace(bad_yang.find("\"hop-limit\":64"), 14,
+                   "\"hop-limit\":640");  // config is compact
   const std::vector<std::pair<const char*, std::string>> cases = {
       {"garbage", "\x01\x02 not json at all"},
       {"empty", ""},

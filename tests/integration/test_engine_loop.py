@@ -14,14 +14,16 @@
 # spray drops, a and c take it over evenly. Printed: share before/after, the reaction time
 # from the first CNP A's worker saw to the new weights in force, and the engine time.
 #
-# With --no-reflect (acceptance 3; not registered in meson yet: not reproducible with an
-# emulated host that answers CE milliseconds late, see docs/engine.md) B does not cooperate (engine/reflect false): its CNPs carry
-# its own path id. A then blames the lists that carried traffic toward the CNP's sender
-# recently. A sprays nothing there (flow mode) and ha talks to 24 hosts behind B, so each host
-# pair sits on one list: the pairs on b are blamed on b, b's weight drops and those flows move.
+# With --no-reflect (acceptance 3, test engine-loop-fallback) B does not cooperate
+# (engine/reflect false): its CNPs carry its own path id. A then blames the lists that carried
+# traffic toward the CNP's sender in the last 5-10 ms, in proportion to the packets each
+# carried. A sprays nothing there (flow mode) and ha talks to 24 hosts behind B, so each host
+# pair sits on one list: the pairs on b are blamed on b, b's weight drops and only those
+# flows move (a weight change keeps every other flow where it is).
 #
 # Needs root and network namespaces (exits 77 otherwise).
 import json
+import multiprocessing
 import os
 import signal
 import socket
@@ -43,6 +45,7 @@ B_SIDS = {"a": "fc00:b::d1", "b": "fc00:b::d2", "c": "fc00:b::d3"}
 PATH_IDS = {"a": 1, "b": 2, "c": 3}
 A_SID = "fc00:a::d4"
 RATE_PPS = 2000
+LATE_S = 4e-3  # the emulated host does not answer a CE mark older than this
 PHASE1, PHASE2 = 600, 4000
 
 
@@ -55,6 +58,10 @@ def config_a(nexthop_mac, host_mac):
         "ports": {"host": "net_af_packet0", "fabric": "net_af_packet1", "queues": 1,
                   "mbufs": 4095, "fabric-nexthop-mac": nexthop_mac, "host-mac": host_mac},
         "source-address": "fc00:a::1",
+        # The hold-down must exceed the loop's feedback delay (docs/engine.md): the Python
+        # host answers CE milliseconds late and, on a loaded machine, only now and then; with
+        # the 5 ms default b recovered between two CNPs and its backoff never engaged.
+        "engine": {"hold-down-us": 50000},
         "actions": {"steering-miss": "drop", "non-roce": "drop", "fabric-non-sid": "drop"},
         "stats-interval-ms": 0,
         "policies": {"policy": [{
@@ -171,15 +178,26 @@ def main():
         hb_sock = nl.packet_socket(chain.ns["hb"], "lft0")
         rx_a = nl.packet_socket(chain.ns["ha"], "rgt0")
 
-        tags = []  # (time, tag) of A's data frames on the fabric
-        stop = threading.Event()
-        respond = threading.Event()
-        first_cnp = []
-        cnps_sent = [0]
+        # The CE-marking bridge and the emulated host run in processes of their own (forked,
+        # sockets inherited): with threads they shared one interpreter lock with the sender
+        # and the other bridge, and on a loaded machine the host answered CE tens of
+        # milliseconds late, longer than any attribution window.
+        mp = multiprocessing.get_context("fork")
+        stop = mp.Event()
+        respond = mp.Event()
+        first_cnp = mp.Value("d", 0.0)
+        cnps_sent = mp.Value("q", 0)
+        answer_delay = mp.Value("d", 0.0)  # sum of the ages of the CE marks answered
+        cnps_late = mp.Value("q", 0)  # CE marks the host saw too late to answer
+        tags_queue = mp.Queue()
         cnps_back = [0]
 
         def fabric_a_to_b():
             # The congested path: CE on every frame A sends on path b; all frames counted.
+            # The CE-marked frame carries its marking time (monotonic, system-wide) in its
+            # payload's last 8 bytes so that the host can report how late it answers.
+            tags = []
+            os.nice(-10)  # the "fabric" forwards promptly even on a loaded machine
             fab_l.settimeout(0.1)
             while not stop.is_set():
                 try:
@@ -190,12 +208,15 @@ def main():
                     continue
                 t = srh_tag(data)
                 if t in (1, 2, 3):
-                    tags.append((time.monotonic(), t))
+                    now = time.monotonic()
+                    tags.append((now, t))
                     if t == 2:
                         data = bytearray(data)
                         data[15] |= 0x30  # outer ECN (bits 4-5 of the second byte) = CE
+                        data[-12:-4] = struct.pack("!d", now)  # before the ICRC
                         data = bytes(data)
                 fab_r.send(data)
+            tags_queue.put(tags)
 
         def fabric_b_to_a():
             fab_r.settimeout(0.1)
@@ -208,6 +229,10 @@ def main():
                     fab_l.send(data)
 
         def responder():
+            # An RNIC answers CE within microseconds or (rate limited) not at all; it never
+            # answers a backlog. A mark older than LATE_S (this process fell behind on a
+            # loaded machine) is dropped and counted, not answered late.
+            os.nice(-10)
             hb_sock.settimeout(0.1)
             while not stop.is_set():
                 try:
@@ -219,13 +244,21 @@ def main():
                     continue
                 if (ip[1] & 3) != 3 or not respond.is_set():
                     continue
+                age = time.monotonic() - struct.unpack("!d", ip[-12:-4])[0]
+                if age > LATE_S:
+                    with cnps_sent.get_lock():
+                        cnps_late.value += 1
+                    continue
                 # The receiving host answers for itself: the CE-marked packet's destination.
                 src = ".".join(str(b) for b in ip[16:20])
                 cnp = rl.roce_ip_packet(4, src, HOST_A, rl.OP_CNP, 0x100, 0, tos=0x02)
                 hb_sock.send(rl.frame(cnp, dst_mac=macs["gwb_h"], src_mac=macs["hb"]))
-                if not first_cnp:
-                    first_cnp.append(time.monotonic())
-                cnps_sent[0] += 1
+                now = time.monotonic()
+                if first_cnp.value == 0.0:
+                    first_cnp.value = now
+                with cnps_sent.get_lock():
+                    cnps_sent.value += 1
+                    answer_delay.value += max(0.0, age)
 
         def cnp_sink():
             rx_a.settimeout(0.1)
@@ -240,7 +273,10 @@ def main():
                     if ip[ihl + 8] == rl.OP_CNP:
                         cnps_back[0] += 1
 
-        threads = [threading.Thread(target=f, daemon=True) for f in (fabric_a_to_b, fabric_b_to_a, responder, cnp_sink)]
+        procs = [mp.Process(target=f, daemon=True) for f in (fabric_a_to_b, responder)]
+        for p in procs:  # forked before any thread of ours starts
+            p.start()
+        threads = [threading.Thread(target=f, daemon=True) for f in (fabric_b_to_a, cnp_sink)]
         for t in threads:
             t.start()
 
@@ -266,8 +302,13 @@ def main():
         send(PHASE2)
         time.sleep(0.5)
         stop.set()
+        tags = tags_queue.get(timeout=30)
+        for p in procs:
+            p.join(10)
         for t in threads:
             t.join()
+        cnps_sent = [cnps_sent.value]
+        delay_ms = answer_delay.value / max(cnps_sent[0], 1) * 1e3
 
         stats_a, out_a, err_a = stop_gateway(gws[0])
         stats_b, out_b, err_b = stop_gateway(gws[1])
@@ -284,11 +325,16 @@ def main():
         sa, na = shares(after)
         eng_a, eng_b = stats_a.get("engine", {}), stats_b.get("engine", {})
         log(f"fabric frames from A: before {nb} {fmt(sb)}; after {na} {fmt(sa)}")
+        log(f"emulated host: answered CE marks {delay_ms:.2f} ms old on average; "
+            f"{cnps_late.value} marks seen later than {LATE_S * 1e3:.0f} ms not answered")
         log(f"CNPs: hb sent {cnps_sent[0]}, ha received {cnps_back[0]}; B reflected "
             f"{eng_b.get('cnp_sent_reflected')} of {eng_b.get('cnp_sent')}; A attributed "
             f"{eng_a.get('cnp_reflected')} reflected, {eng_a.get('cnp_fallback')} fallback")
         log(f"A's engine: decisions {eng_a.get('decisions')}, publications "
-            f"{eng_a.get('publications')}")
+            f"{eng_a.get('publications')}, CNPs unattributed {eng_a.get('cnp_unattributed')}")
+        log("A's paths: " + ", ".join(
+            f"{p['segment_list']}: evidence {p['evidence']} factor {p['factor']:.3f}"
+            for p in eng_a.get("paths", [])))
         log(f"reaction (first CNP seen by A's worker -> new weights in force): last "
             f"{eng_a.get('last_reaction_ns', 0) / 1e3:.1f} us, max "
             f"{eng_a.get('max_reaction_ns', 0) / 1e3:.1f} us; engine time last "
@@ -334,13 +380,18 @@ def main():
                 problems.append("A attributed no CNP by the fallback")
             if sb[2] < 0.1:
                 problems.append(f"before: too few flows on b ({fmt(sb)}) for this test")
+            # The blame follows the packets each list carried toward the CNP's sender in the
+            # last 5-10 ms: a late CNP of a flow that just left b still lands mostly on b.
             if evidence["b"] <= evidence["a"] + evidence["c"]:
                 problems.append(f"the fallback did not blame mostly b: {evidence}")
-            # Weaker than with reflection, by nature: a CNP that arrives after its flow moved
-            # off b (the emulated host answers milliseconds late) blames the flow's new list,
-            # and CNPs older than the recent-path window are not attributed at all.
-            if sa[2] > sb[2] * 0.9:
+            # Loose on purpose (a loaded 2-core machine, Python hosts): b loses a good part
+            # of its share, a and c keep theirs or gain.
+            if sa[2] > sb[2] * 0.6:
                 problems.append(f"after: share of path b is {sa[2]:.3f} (was {sb[2]:.3f})")
+            for k in (1, 3):
+                if sa[k] < sb[k] - 0.05:
+                    problems.append(f"after: path {'abc'[k - 1]} lost share: {sb[k]:.3f} -> "
+                                    f"{sa[k]:.3f}")
         # Engine time is printed, not asserted: here two busy-polling workers and four Python
         # threads share two cores, so the main lcore is preempted at times (the uncontended
         # figure is in test-engine-feedback-loop).

@@ -2,6 +2,8 @@
 // Feedback events -> evidence for our paths: reflected ids, fallback blame, counting only.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "engine/attribution.hpp"
 
 namespace srv6gw::engine {
@@ -26,12 +28,12 @@ FeedbackEvent event(FeedbackKind kind, bool has_tag, uint16_t tag, const char* s
 struct Rig {
   Engine engine;
   std::vector<std::pair<net::IpAddr, net::IpAddr>> lookups;
-  std::vector<uint16_t> recent;  // what the fake data plane reports
-  Attributor attr{
-      [this](const net::IpAddr& local, const net::IpAddr& remote, std::vector<uint16_t>& out) {
-        lookups.emplace_back(local, remote);
-        out.insert(out.end(), recent.begin(), recent.end());
-      }};
+  std::vector<dataplane::RecentUse> recent;  // what the fake data plane reports
+  Attributor attr{[this](const net::IpAddr& local, const net::IpAddr& remote,
+                         std::vector<dataplane::RecentUse>& out) {
+    lookups.emplace_back(local, remote);
+    out.insert(out.end(), recent.begin(), recent.end());
+  }};
   Rig() {
     engine.set_policies({{"p", {{"a", 1, 1, false}, {"b", 2, 1, false}, {"c", 3, 1, false}}}});
   }
@@ -48,7 +50,7 @@ struct Rig {
 
 TEST(Attribution, ReflectedCnpBlamesExactlyThatPath) {
   Rig s;
-  s.recent = {1, 2, 3};  // must not be consulted
+  s.recent = {{1, 1}, {2, 1}, {3, 1}};  // must not be consulted
   EXPECT_TRUE(s.attr.feed(
       event(FeedbackKind::cnp_decap, true, dataplane::kTagReflected | 2, "10.0.0.2", "10.0.0.1"),
       s.engine));
@@ -58,9 +60,9 @@ TEST(Attribution, ReflectedCnpBlamesExactlyThatPath) {
   EXPECT_DOUBLE_EQ(s.evidence(1), 0.0);
 }
 
-TEST(Attribution, UnreflectedCnpBlamesRecentPathsInEqualShares) {
+TEST(Attribution, UnreflectedCnpBlamesRecentPathsInProportionToUse) {
   Rig s;
-  s.recent = {3, 1, 3};  // duplicates (several workers) count once
+  s.recent = {{3, 20}, {1, 10}, {3, 10}};  // path 3 on two workers: 30 packets, path 1: 10
   // The remote's own path id (no reflected bit) says nothing about our paths.
   EXPECT_TRUE(
       s.attr.feed(event(FeedbackKind::cnp_decap, true, 0x0123, "fd00::2", "fd00::1"), s.engine));
@@ -68,8 +70,8 @@ TEST(Attribution, UnreflectedCnpBlamesRecentPathsInEqualShares) {
   EXPECT_EQ(s.lookups[0].first, *net::parse_ip("fd00::1"));   // local: the CNP's destination
   EXPECT_EQ(s.lookups[0].second, *net::parse_ip("fd00::2"));  // remote: its source
   EXPECT_EQ(s.attr.counters().cnp_fallback, 1u);
-  EXPECT_DOUBLE_EQ(s.evidence(1), 0.5);
-  EXPECT_DOUBLE_EQ(s.evidence(3), 0.5);
+  EXPECT_DOUBLE_EQ(s.evidence(1), 0.25);
+  EXPECT_DOUBLE_EQ(s.evidence(3), 0.75);
   EXPECT_DOUBLE_EQ(s.evidence(2), 0.0);
 }
 
@@ -82,7 +84,7 @@ TEST(Attribution, CnpWithoutSrhOrHistoryIsUnattributed) {
 
 TEST(Attribution, CeAndSentCnpsAreCountedOnly) {
   Rig s;
-  s.recent = {1};
+  s.recent = {{1, 5}};
   EXPECT_FALSE(
       s.attr.feed(event(FeedbackKind::ce_decap, true, 7, "10.0.0.2", "10.0.0.1"), s.engine));
   EXPECT_FALSE(s.attr.feed(
@@ -100,6 +102,60 @@ TEST(Attribution, ReflectedIdThatIsNotOursIsCounted) {
       event(FeedbackKind::cnp_decap, true, dataplane::kTagReflected | 99, "10.0.0.2", "10.0.0.1"),
       s.engine));
   EXPECT_EQ(s.attr.counters().unknown_path, 1u);
+}
+
+// The per-worker recent-use entry, without EAL: counts per list over two epochs.
+std::map<uint8_t, uint32_t> read_use(const dataplane::RecentPathEntry& e, uint32_t key,
+                                     uint32_t now_epoch) {
+  std::map<uint8_t, uint32_t> m;
+  dataplane::recent_read(e, key, now_epoch, [&](uint8_t idx, uint32_t n) { m[idx] += n; });
+  return m;
+}
+
+TEST(RecentUse, CountsPerListOverTheCurrentAndPreviousEpoch) {
+  dataplane::RecentPathEntry e;
+  const uint32_t key = 0x1235, other = 0x7777;
+  for (int i = 0; i < 30; ++i) dataplane::recent_note(e, key, 4, 1, 100);  // on list 1
+  for (int i = 0; i < 10; ++i) dataplane::recent_note(e, key, 4, 0, 100);  // moved to list 0
+  using M = std::map<uint8_t, uint32_t>;
+  EXPECT_EQ(read_use(e, key, 100), (M{{0, 10}, {1, 30}}));
+  EXPECT_TRUE(read_use(e, other, 100).empty());  // another pair in the same slot
+  // Next epoch: the flow sends on list 0 only; list 1 is still in the window, by its use.
+  for (int i = 0; i < 5; ++i) dataplane::recent_note(e, key, 4, 0, 101);
+  EXPECT_EQ(read_use(e, key, 101), (M{{0, 15}, {1, 30}}));
+  // Read an epoch later (nothing sent since): only what was current then.
+  EXPECT_EQ(read_use(e, key, 102), (M{{0, 5}}));
+  EXPECT_TRUE(read_use(e, key, 103).empty());  // older than the window
+  // Idle for several epochs: history restarts.
+  dataplane::recent_note(e, key, 4, 2, 110);
+  EXPECT_EQ(read_use(e, key, 110), (M{{2, 1}}));
+  // Another pair (or policy slot) takes the entry over.
+  dataplane::recent_note(e, other, 4, 3, 110);
+  EXPECT_EQ(read_use(e, other, 110), (M{{3, 1}}));
+  EXPECT_TRUE(read_use(e, key, 110).empty());
+  dataplane::recent_note(e, other, 5, 3, 110);
+  EXPECT_EQ(read_use(e, other, 110), (M{{3, 1}}));
+}
+
+TEST(RecentUse, MoreListsThanWaysKeepsTheMostUsedAndSaturationKeepsProportions) {
+  dataplane::RecentPathEntry e;
+  const uint32_t key = 0x99;
+  for (uint8_t l = 0; l < dataplane::kRecentWays; ++l)
+    for (int i = 0; i <= l; ++i) dataplane::recent_note(e, key, 0, l, 7);
+  dataplane::recent_note(e, key, 0, 40, 7);  // a ninth list replaces the least used (list 0)
+  auto m = read_use(e, key, 7);
+  EXPECT_EQ(m.size(), dataplane::kRecentWays);
+  EXPECT_EQ(m.count(0), 0u);
+  EXPECT_EQ(m[40], 1u);
+  EXPECT_EQ(m[7], 8u);
+  dataplane::RecentPathEntry s;
+  // 2:1 over 150000 packets: list 0's count overflows 16 bits twice, every count is halved
+  // each time, the proportion stays.
+  for (int i = 0; i < 150000; ++i) dataplane::recent_note(s, key, 0, i % 3 == 2 ? 1 : 0, 1);
+  m = read_use(s, key, 1);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_GT(m[0], 30000u);
+  EXPECT_NEAR(double(m[1]) / double(m[0] + m[1]), 1.0 / 3.0, 0.01);
 }
 
 TEST(ReflectTable, FreshEntriesReflectAndStaleOnesDoNot) {

@@ -81,6 +81,24 @@ TEST(EngineParams, DefaultsAreSoundAndBadFieldsAreNamed) {
   EXPECT_EQ(check(p)->field, "interval-us");
 }
 
+// A fallback blame shares one CNP between lists by use: each loses that share of a step.
+TEST(Engine, PartialEvidenceGivesAPartialDecrease) {
+  Fixture f;
+  f.step([&] {
+    f.engine.report(1, 0.75);
+    f.engine.report(2, 0.25);
+  });
+  EXPECT_NEAR(f.factor(1), std::pow(0.5, 0.75), 1e-12);
+  EXPECT_NEAR(f.factor(2), std::pow(0.5, 0.25), 1e-12);
+  EXPECT_DOUBLE_EQ(f.factor(3), 1.0);
+  // Small shares arriving within one decrease gap add up (capped at one full step).
+  f.run_for(f.params.decrease_gap_us * kUs - f.params.interval_us * kUs,
+            [&] { f.engine.report(2, 0.1); });
+  const double before = f.factor(2);
+  f.step([&] { f.engine.report(2, 0.1); });
+  EXPECT_NEAR(f.factor(2), before * std::pow(0.5, 0.5), 1e-9);
+}
+
 TEST(Engine, NoEvidenceNoDecision) {
   Fixture f;
   f.run_for(50 * kMs);

@@ -6,11 +6,13 @@
 // Also: the fallback blame without reflection, and the feedback ring overflowing (counted,
 // never blocking).
 #include <gtest/gtest.h>
+
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -168,8 +170,9 @@ struct EngineLoop {
   std::vector<engine::Decision> decisions;
   explicit EngineLoop(Gateway& g, const config::GatewayConfig& cfg)
       : gw(g),
-        attr([&g](const net::IpAddr& local, const net::IpAddr& remote, std::vector<uint16_t>& ids) {
-          g.recent_paths(local, remote, ids);
+        attr([&g](const net::IpAddr& local, const net::IpAddr& remote,
+                  std::vector<dataplane::RecentUse>& uses) {
+          g.recent_paths(local, remote, uses);
         }) {
     eng.set_policies(specs(cfg));
     eng.tick(now_ns, decisions);
@@ -297,18 +300,82 @@ TEST_F(FeedbackLoop, WithoutReflectionTheFlowsListIsBlamed) {
   EXPECT_EQ(f[2 - used], 1.0);
 }
 
-TEST_F(FeedbackLoop, SprayedWithoutReflectionBlamesEveryUsedListEqually) {
+// A flow that just moved off a list (its weight went to 0) and then gets a late CNP without
+// a reflected id: the blame follows the packets of the last epochs, mostly the list it left,
+// not the list it moved to. Two epochs later the same CNP finds nothing.
+TEST_F(FeedbackLoop, LateUnreflectedCnpBlamesTheListTheFlowLeftByUse) {
+  const config::GatewayConfig ca = config_a(config::SelectionMode::flow);
+  auto a = make(ca);
+  ASSERT_TRUE(a);
+  dataplane::WorkerContext& w = *a->worker(0);
+  const uint64_t epoch = uint64_t(1) << w.recent_epoch_shift;
+  w.fixed_tsc = 1000 * epoch + 1;
+  const std::vector<Bytes> first = run(*a, data_frames(10), true);
+  ASSERT_EQ(first.size(), 10u);
+  const uint16_t left = srh_tag(first[0]);
+  const uint16_t other = left == 1 ? 2 : 1;
+  std::vector<double> f(2, 1.0);
+  f[left - 1] = 0.0;  // the engine took that list out: the flow moves
+  ASSERT_FALSE(a->set_path_factors("toB", f));
+  w.fixed_tsc += epoch;  // the next epoch
+  const std::vector<Bytes> second = run(*a, data_frames(2), true);
+  ASSERT_EQ(second.size(), 2u);
+  EXPECT_EQ(srh_tag(second[0]), other);
+
+  std::vector<dataplane::RecentUse> uses;
+  a->recent_paths(testing::ip(kHostA), testing::ip(kHostB), uses);
+  std::map<uint16_t, uint32_t> got;
+  for (const auto& u : uses) got[u.path_id] += u.packets;
+  EXPECT_EQ(got, (std::map<uint16_t, uint32_t>{{left, 10}, {other, 2}}));
+
+  EngineLoop loop(*a, ca);
+  FeedbackEvent drained[64];
+  a->drain_feedback(drained, 64);
+  const Bytes inner = testing::roce_ip_packet([] {
+    RoceSpec s;
+    s.src = kHostB;
+    s.dst = kHostA;
+    s.opcode = 0x81;
+    s.payload = 16;
+    return s;
+  }());
+  testing::L2Spec l2;
+  const Bytes frame = testing::ethernet(
+      l2, 0x86DD,
+      testing::srv6_packet("fc00:b::1", "fc00:a::d4", 0, {"fc00:a::d4"}, 100, 4, inner));
+  EXPECT_EQ(run(*a, {frame}, false).size(), 1u);
+  loop.drain_and_decide();
+  EXPECT_EQ(loop.attr.counters().cnp_fallback, 1u);
+  const std::vector<double> ef = loop.eng.factors("toB");
+  EXPECT_NEAR(ef[left - 1], std::pow(0.5, 10.0 / 12.0), 1e-9);
+  EXPECT_NEAR(ef[other - 1], std::pow(0.5, 2.0 / 12.0), 1e-9);
+
+  // Two epochs later: nothing recent, the CNP is not attributed.
+  w.fixed_tsc += 2 * epoch;
+  uses.clear();
+  a->recent_paths(testing::ip(kHostA), testing::ip(kHostB), uses);
+  EXPECT_TRUE(uses.empty());
+  EXPECT_EQ(run(*a, {frame}, false).size(), 1u);
+  loop.drain_and_decide();
+  EXPECT_EQ(loop.attr.counters().cnp_unattributed, 1u);
+}
+
+TEST_F(FeedbackLoop, SprayedWithoutReflectionBlamesEveryUsedListByUse) {
   const config::GatewayConfig ca = config_a(config::SelectionMode::packet);
   auto a = make(ca);
   ASSERT_TRUE(a);
-  std::vector<uint16_t> ids;
+  std::vector<dataplane::RecentUse> uses;
   run(*a, data_frames(4), true);
-  a->recent_paths(testing::ip(kHostA), testing::ip(kHostB), ids);
-  std::sort(ids.begin(), ids.end());
-  EXPECT_EQ(ids, (std::vector<uint16_t>{1, 2}));
-  ids.clear();
-  a->recent_paths(testing::ip(kHostB), testing::ip(kHostA), ids);  // the other direction
-  EXPECT_TRUE(ids.empty());
+  const auto by_path = packets_by_path(*a);
+  a->recent_paths(testing::ip(kHostA), testing::ip(kHostB), uses);
+  std::map<uint16_t, uint32_t> got;
+  for (const auto& u : uses) got[u.path_id] += u.packets;
+  EXPECT_EQ(got, (std::map<uint16_t, uint32_t>{{1, uint32_t(by_path.at("a"))},
+                                               {2, uint32_t(by_path.at("b"))}}));
+  EXPECT_EQ(got[1] + got[2], 4u);
+  uses.clear();
+  a->recent_paths(testing::ip(kHostB), testing::ip(kHostA), uses);  // the other direction
+  EXPECT_TRUE(uses.empty());
 }
 
 TEST_F(FeedbackLoop, FullRingDropsAndCountsWithoutBlocking) {

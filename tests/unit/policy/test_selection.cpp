@@ -97,6 +97,50 @@ TEST(Selection, SwrrStateResetsOnNewVersion) {
   EXPECT_EQ(select_path(*b, 0, 0, 0, 0, st), 1);
 }
 
+// An engine factor change moves only the flows it must: from the list that shrinks to the
+// lists that grow, never between lists whose weights did not change; and back again.
+TEST(Selection, FactorChangesMoveOnlyTheFlowsTheyMust) {
+  auto p = compile(weighted(SelectionMode::flow, {1, 1, 1}));
+  config::ConfigError err;
+  auto counts = [](const CompiledPolicy& c) {
+    std::map<uint8_t, unsigned> n;
+    for (uint8_t b : c.buckets) ++n[b];
+    return n;
+  };
+  auto halved = with_factors(*p, std::vector<double>{1.0, 0.5, 1.0}, err);
+  ASSERT_NE(halved, nullptr) << err.message;
+  const auto n = counts(*halved);
+  EXPECT_NEAR(double(n.at(1)) / kBuckets, 0.2, 0.002);  // 1 : 0.5 : 1
+  EXPECT_NEAR(double(n.at(0)) / kBuckets, 0.4, 0.002);
+  unsigned moved = 0, wrong = 0;
+  for (unsigned b = 0; b < kBuckets; ++b) {
+    if (p->buckets[b] == halved->buckets[b]) continue;
+    ++moved;
+    if (p->buckets[b] != 1) ++wrong;  // only list 1's flows may move
+  }
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(moved, counts(*p).at(1) - n.at(1));
+  // The freed buckets are spread over the two growing lists evenly.
+  EXPECT_LE(std::abs(int(n.at(0)) - int(n.at(2))), 1);
+  // Back to 1: only flows on 0 and 2 move, all to 1.
+  auto restored = with_factors(*halved, std::vector<double>{1.0, 1.0, 1.0}, err);
+  ASSERT_NE(restored, nullptr);
+  for (unsigned b = 0; b < kBuckets; ++b)
+    if (halved->buckets[b] != restored->buckets[b]) {
+      EXPECT_EQ(restored->buckets[b], 1) << b;
+    }
+  EXPECT_EQ(counts(*restored), counts(*p));
+  // A list taken out (factor 0): its buckets, and only those, go to the others.
+  auto out = with_factors(*restored, std::vector<double>{1.0, 1.0, 0.0}, err);
+  ASSERT_NE(out, nullptr);
+  for (unsigned b = 0; b < kBuckets; ++b) {
+    EXPECT_NE(out->buckets[b], 2);
+    if (restored->buckets[b] != 2) {
+      EXPECT_EQ(out->buckets[b], restored->buckets[b]) << b;
+    }
+  }
+}
+
 TEST(Selection, FlowModeIsStickyAndSpreadsByWeight) {
   auto p = compile(weighted(SelectionMode::flow, {3, 1}));
   SelectorState st(1);

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "agent/config_index.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+namespace srv6gw::agent {
+
+namespace {
+
+config::ConfigError err(std::string path, std::string message) {
+  return config::ConfigError{std::move(path), std::move(message)};
+}
+
+// Path of a running rule for messages: by id, or (rare: rules from the file without an id)
+// by its position, found by a scan only on this refusal path.
+std::string running_rule_path(const config::GatewayConfig& running, uint32_t id,
+                              const config::SteeringMatch& match) {
+  for (size_t i = 0; i < running.steering.size(); ++i) {
+    const config::SteeringRule& r = running.steering[i];
+    if (id != 0 ? r.id == id : config::steering_match(r) == match) return config::rule_path(r, i);
+  }
+  config::SteeringRule key;
+  key.id = id;
+  return config::rule_path(key, 0);
+}
+
+}  // namespace
+
+ConfigIndex::ConfigIndex(const config::GatewayConfig& cfg) {
+  policy_users_.reserve(cfg.policies.size());
+  for (const config::Policy& p : cfg.policies) add_policy(p);
+  for (const config::LocalSid& ls : cfg.local_sids) local_sids_.emplace(ls.sid, ls.behavior);
+  matches_.reserve(cfg.steering.size());
+  for (const config::SteeringRule& r : cfg.steering) add_rule(r);
+}
+
+void ConfigIndex::add_policy(const config::Policy& p) {
+  policy_users_.emplace(p.name, 0);
+  for (const config::SegmentList& sl : p.segment_lists) {
+    path_owner_[sl.path_id] = Owner{p.name, sl.name};
+    for (const auto& sid : sl.sids) policy_sids_[sid].push_back(Owner{p.name, sl.name});
+  }
+}
+
+void ConfigIndex::remove_policy(const config::Policy& p) {
+  for (const config::SegmentList& sl : p.segment_lists) {
+    if (auto it = path_owner_.find(sl.path_id);
+        it != path_owner_.end() && it->second.policy == p.name)
+      path_owner_.erase(it);
+    for (const auto& sid : sl.sids) {
+      auto it = policy_sids_.find(sid);
+      if (it == policy_sids_.end()) continue;
+      auto& owners = it->second;
+      owners.erase(std::remove_if(owners.begin(), owners.end(),
+                                  [&](const Owner& o) { return o.policy == p.name; }),
+                   owners.end());
+      if (owners.empty()) policy_sids_.erase(it);
+    }
+  }
+}
+
+void ConfigIndex::add_rule(const config::SteeringRule& r) {
+  matches_[config::steering_match(r)] = r.id;
+  counts_.add(r, 1);
+  ++policy_users_[r.policy];
+  if (r.kind == config::SteeringKind::qp_range)
+    ranges_[config::qp_range_scope(r)][r.qp_low] = {r.qp_high, r.id};
+}
+
+void ConfigIndex::remove_rule(const config::SteeringRule& r) {
+  matches_.erase(config::steering_match(r));
+  counts_.add(r, -1);
+  if (auto it = policy_users_.find(r.policy); it != policy_users_.end()) --it->second;
+  if (r.kind == config::SteeringKind::qp_range) {
+    auto scope = ranges_.find(config::qp_range_scope(r));
+    if (scope != ranges_.end()) {
+      scope->second.erase(r.qp_low);
+      if (scope->second.empty()) ranges_.erase(scope);
+    }
+  }
+}
+
+void ConfigIndex::commit(const ConfigDelta& delta) {
+  // Removals first: an object may take over a key another one of the batch gave up.
+  for (const PolicyDelta& d : delta.policies) {
+    if (d.before) remove_policy(*d.before);
+  }
+  for (const RuleDelta& d : delta.rules) {
+    if (d.before) remove_rule(*d.before);
+  }
+  for (const LocalSidDelta& d : delta.local_sids) {
+    if (d.before) local_sids_.erase(d.before->sid);
+  }
+  for (const PolicyDelta& d : delta.policies) {
+    if (d.before && !d.after) {
+      policy_users_.erase(d.before->name);
+    }
+  }
+  for (const PolicyDelta& d : delta.policies) {
+    if (!d.after) continue;
+    const int64_t users = policy_users_.count(d.after->name) ? policy_users_[d.after->name] : 0;
+    add_policy(*d.after);
+    policy_users_[d.after->name] = users;
+  }
+  for (const RuleDelta& d : delta.rules) {
+    if (d.after) add_rule(*d.after);
+  }
+  for (const LocalSidDelta& d : delta.local_sids) {
+    if (d.after) local_sids_.emplace(d.after->sid, d.after->behavior);
+  }
+}
+
+std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& running,
+                                             const ConfigDelta& delta) const {
+  auto fail = [](config::ConfigError e) { return IndexError{std::move(e), "", 0}; };
+  const config::Capacities& caps = running.capacities;
+
+  // ---------------- policies ----------------
+  std::unordered_set<std::string_view> touched_policies;  // their running objects go away
+  std::unordered_map<std::string_view, const config::Policy*> after_policies;
+  int64_t policy_count = int64_t(policy_users_.size());
+  for (const PolicyDelta& d : delta.policies) {
+    if (d.before) {
+      touched_policies.insert(d.before->name);
+      --policy_count;
+    }
+    if (d.after) {
+      touched_policies.insert(d.after->name);
+      after_policies.emplace(d.after->name, d.after);
+      ++policy_count;
+      if (auto e = config::check_policy(running, *d.after)) return fail(*e);
+    }
+  }
+  if (policy_count > int64_t(caps.policies)) {
+    for (const PolicyDelta& d : delta.policies) {
+      if (d.after && !d.before) {
+        return fail(err(config::policy_path(d.after->name),
+                        std::to_string(policy_count) + " policies exceed capacities/policies (" +
+                            std::to_string(caps.policies) + ")"));
+      }
+    }
+  }
+  auto policy_exists = [&](const std::string& name) {
+    if (after_policies.count(name)) return true;
+    return !touched_policies.count(name) && policy_users_.count(name);
+  };
+  // Path ids and SIDs of the batch's policies, against the untouched ones and each other.
+  std::unordered_map<uint16_t, Owner> batch_paths;
+  std::map<net::Ipv6Addr, Owner> batch_sids;
+  for (const PolicyDelta& d : delta.policies) {
+    if (!d.after) continue;
+    const config::Policy& p = *d.after;
+    for (const config::SegmentList& sl : p.segment_lists) {
+      const std::string where = config::segment_list_path(p.name, sl.name) + "/path-id";
+      if (auto it = path_owner_.find(sl.path_id);
+          it != path_owner_.end() && !touched_policies.count(it->second.policy)) {
+        return fail(err(where, config::path_id_conflict(sl.path_id, it->second.policy,
+                                                        it->second.segment_list)));
+      }
+      if (auto [it, fresh] = batch_paths.emplace(sl.path_id, Owner{p.name, sl.name});
+          !fresh && it->second.policy != p.name) {
+        return fail(err(where, config::path_id_conflict(sl.path_id, it->second.policy,
+                                                        it->second.segment_list)));
+      }
+      for (const auto& sid : sl.sids) batch_sids.emplace(sid, Owner{p.name, sl.name});
+    }
+  }
+
+  // ---------------- local SIDs ----------------
+  std::map<net::Ipv6Addr, const config::LocalSid*> after_local;
+  std::set<net::Ipv6Addr> removed_local;
+  int64_t local_count = int64_t(local_sids_.size());
+  for (const LocalSidDelta& d : delta.local_sids) {
+    if (d.before) {
+      removed_local.insert(d.before->sid);
+      --local_count;
+    }
+    if (d.after) {
+      after_local.emplace(d.after->sid, d.after);
+      ++local_count;
+      if (auto e = config::check_local_sid(*d.after)) return fail(*e);
+    }
+  }
+  if (local_count > int64_t(caps.local_sids)) {
+    for (const LocalSidDelta& d : delta.local_sids) {
+      if (d.after && !d.before) {
+        return fail(err(config::local_sid_path(d.after->sid),
+                        std::to_string(local_count) + " local SIDs exceed capacities/local-sids (" +
+                            std::to_string(caps.local_sids) + ")"));
+      }
+    }
+  }
+  // A SID of a policy must not be a local SID: the batch's local SIDs against every policy
+  // in force afterwards, and the batch's policy SIDs against the untouched local SIDs.
+  for (const auto& [sid, ls] : after_local) {
+    if (auto it = batch_sids.find(sid); it != batch_sids.end()) {
+      return fail(err(config::local_sid_path(sid),
+                      config::local_sid_conflict(sid, it->second.policy, it->second.segment_list)));
+    }
+    if (auto it = policy_sids_.find(sid); it != policy_sids_.end()) {
+      for (const Owner& o : it->second) {
+        if (!touched_policies.count(o.policy)) {
+          return fail(err(config::local_sid_path(sid),
+                          config::local_sid_conflict(sid, o.policy, o.segment_list)));
+        }
+      }
+    }
+  }
+  for (const auto& [sid, owner] : batch_sids) {
+    if (local_sids_.count(sid) && !removed_local.count(sid) && !after_local.count(sid)) {
+      return fail(err(config::local_sid_path(sid),
+                      config::local_sid_conflict(sid, owner.policy, owner.segment_list)));
+    }
+  }
+
+  // ---------------- steering ----------------
+  std::unordered_set<uint32_t> touched_rules;  // ids whose running rule goes away
+  std::unordered_map<std::string_view, int64_t> users_delta;
+  config::SteeringCounts counts = counts_;
+  for (const RuleDelta& d : delta.rules) {
+    if (d.before) {
+      touched_rules.insert(d.before->id);
+      counts.add(*d.before, -1);
+      --users_delta[d.before->policy];
+    }
+    if (d.after) {
+      touched_rules.insert(d.after->id);
+      ++users_delta[d.after->policy];
+    }
+  }
+  // A policy deleted by the batch must not be left with users.
+  for (const PolicyDelta& d : delta.policies) {
+    if (!d.before || d.after) continue;
+    const std::string& name = d.before->name;
+    int64_t users = 0;
+    if (auto it = policy_users_.find(name); it != policy_users_.end()) users = it->second;
+    if (auto it = users_delta.find(name); it != users_delta.end()) users += it->second;
+    if (users <= 0) continue;
+    IndexError e;
+    e.policy_in_use = name;
+    // Name one user: a rule of the batch, else a running rule the batch left alone.
+    for (const RuleDelta& rd : delta.rules) {
+      if (rd.after && rd.after->policy == name) {
+        e.user_rule_id = rd.after->id;
+        e.error = err(config::rule_path(*rd.after, rd.after_index) + "/policy", "");
+        return e;
+      }
+    }
+    for (size_t i = 0; i < running.steering.size(); ++i) {
+      const config::SteeringRule& r = running.steering[i];
+      if (r.policy == name && !touched_rules.count(r.id)) {
+        e.user_rule_id = r.id;
+        e.error = err(config::rule_path(r, i) + "/policy", "");
+        return e;
+      }
+    }
+    return e;
+  }
+  std::unordered_map<config::SteeringMatch, const RuleDelta*, config::SteeringMatchHash>
+      batch_matches;
+  batch_matches.reserve(delta.rules.size());
+  // qp-range rules of the batch by scope, then qp_low.
+  std::map<config::SteeringMatch, std::map<uint32_t, const RuleDelta*>> batch_ranges;
+  for (const RuleDelta& d : delta.rules) {
+    if (!d.after) continue;
+    const config::SteeringRule& r = *d.after;
+    if (auto e = config::check_rule(r, d.after_index)) return fail(*e);
+    // Added in configuration order: the rule that fills a table past its capacity is named.
+    counts.add(r, 1);
+    if (auto e = counts.check(caps, r, d.after_index)) return fail(*e);
+    if (!policy_exists(r.policy)) {
+      return fail(err(config::rule_path(r, d.after_index) + "/policy",
+                      "unknown policy '" + r.policy + "'"));
+    }
+    const config::SteeringMatch m = config::steering_match(r);
+    if (auto it = matches_.find(m); it != matches_.end() && !touched_rules.count(it->second)) {
+      return fail(err(config::rule_path(r, d.after_index),
+                      "same match as " + running_rule_path(running, it->second, m)));
+    }
+    if (auto [it, fresh] = batch_matches.emplace(m, &d); !fresh) {
+      return fail(
+          err(config::rule_path(r, d.after_index),
+              "same match as " + config::rule_path(*it->second->after, it->second->after_index)));
+    }
+    if (r.kind == config::SteeringKind::qp_range)
+      batch_ranges[config::qp_range_scope(r)].emplace(r.qp_low, &d);
+  }
+  // QP ranges of one scope must not overlap: the batch's against each other (neighbours
+  // by qp_low) and against the running ones that stay (neighbours, skipping replaced ones).
+  for (const auto& [scope, by_low] : batch_ranges) {
+    auto overlap = [&](const RuleDelta& d, const std::string& other) {
+      const config::SteeringRule& r = *d.after;
+      return fail(err(config::rule_path(r, d.after_index) + "/qp-range",
+                      "QP range " + std::to_string(r.qp_low) + ".." + std::to_string(r.qp_high) +
+                          " overlaps " + other));
+    };
+    const RuleDelta* prev = nullptr;
+    for (const auto& [low, d] : by_low) {
+      if (prev && prev->after->qp_high >= low)
+        return overlap(*d, config::rule_path(*prev->after, prev->after_index));
+      prev = d;
+    }
+    auto running_scope = ranges_.find(scope);
+    if (running_scope == ranges_.end()) continue;
+    const auto& running_by_low = running_scope->second;
+    for (const auto& [low, d] : by_low) {
+      const uint32_t high = d->after->qp_high;
+      // The running ranges that stay and could overlap [low, high]: the last one starting
+      // at or before `low`, and every one starting within (low, high].
+      auto it = running_by_low.upper_bound(low);
+      if (it != running_by_low.begin()) {
+        auto before = std::prev(it);
+        while (true) {
+          if (!touched_rules.count(before->second.second)) {
+            if (before->second.first >= low) {
+              config::SteeringRule key;
+              key.id = before->second.second;
+              return overlap(*d, running_rule_path(running, key.id, {}));
+            }
+            break;
+          }
+          if (before == running_by_low.begin()) break;
+          --before;
+        }
+      }
+      for (; it != running_by_low.end() && it->first <= high; ++it) {
+        if (!touched_rules.count(it->second.second))
+          return overlap(*d, running_rule_path(running, it->second.second, {}));
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace srv6gw::agent

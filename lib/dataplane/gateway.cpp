@@ -23,10 +23,12 @@ namespace srv6gw::dataplane {
 namespace {
 
 // A CE seen toward our host is reflected into the CNPs it sends back within this time. An
-// RNIC answers within microseconds, but it rate-limits CNPs per QP and a loaded host may be
-// late; every newer CE on the pair replaces the entry, so a long window only keeps the most
-// recent congested path named, it never names an old one over a newer one.
-constexpr double kReflectWindowSeconds = 10e-3;
+// RNIC answers within microseconds, but it rate-limits CNPs per QP, and the CNP's encap may
+// run long after the CE's decap when the worker shares its core (measured: with 10 ms, half
+// the CNPs went unreflected on a machine at load ~20). Every newer CE on the pair replaces
+// the entry, so a long window only keeps the most recent congested path named, it never
+// names an old one over a newer one; a CNP is only ever sent in answer to some CE.
+constexpr double kReflectWindowSeconds = 50e-3;
 // A recent-path epoch lasts about this long (rounded to a power of two of TSC cycles); the
 // fallback blame looks at one to two epochs of history. Long enough for a host that answers
 // CE a few milliseconds late, short enough that a flow's lists of a second ago do not count.

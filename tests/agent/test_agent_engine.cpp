@@ -443,5 +443,35 @@ TEST_F(AgentEngine, StateFileExtrasAreCheckedWhenRead) {
   EXPECT_TRUE(st.extras.paths_down.empty());
 }
 
+// Apply edits a spare copy of an older state in place; SetEngineParams replaces the whole
+// state. Applies on either side of it must neither revert the parameters nor lose rules.
+TEST_F(AgentEngine, AppliesAroundSetEngineParamsKeepBoth) {
+  auto a = start(base_config(), 0);
+  ASSERT_TRUE(a);
+  auto apply_rule = [&](uint32_t id, const char* dst) {
+    v1::ApplyRequest apply;
+    *apply.add_changes()->mutable_upsert_steering() = exact_rule(id, dst, id, "base");
+    grpc::ClientContext ctx;
+    v1::ApplyResponse ar;
+    ASSERT_TRUE(stub->Apply(&ctx, apply, &ar).ok());
+  };
+  apply_rule(1, "10.0.0.1");
+  apply_rule(2, "10.0.0.2");  // from here on the agent keeps a spare state
+  v1::SetEngineParamsRequest req;
+  req.mutable_params()->set_alpha(0.75);
+  v1::SetEngineParamsResponse resp;
+  ASSERT_TRUE(set(req, resp).ok());
+  apply_rule(3, "10.0.0.3");
+  apply_rule(4, "10.0.0.4");
+  apply_rule(5, "10.0.0.5");
+  EXPECT_DOUBLE_EQ(get().params().alpha(), 0.75);
+  EXPECT_DOUBLE_EQ(sink.running.engine.alpha, 0.75);
+  EXPECT_EQ(sink.running.steering.size(), 5u);
+  const auto st = restore_startup_state(options.state_path, base_config());
+  ASSERT_TRUE(st.restored);
+  EXPECT_DOUBLE_EQ(st.config.engine.alpha, 0.75);
+  EXPECT_EQ(st.config.steering.size(), 5u);
+}
+
 }  // namespace
 }  // namespace srv6gw::agent::test

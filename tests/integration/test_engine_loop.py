@@ -189,6 +189,8 @@ def main():
         cnps_sent = mp.Value("q", 0)
         answer_delay = mp.Value("d", 0.0)  # sum of the ages of the CE marks answered
         cnps_late = mp.Value("q", 0)  # CE marks the host saw too late to answer
+        bridged = mp.Value("q", 0, lock=False)  # A's frames the bridge forwarded (one writer)
+        ready = [mp.Event(), mp.Event()]  # each process is in its loop
         tags_queue = mp.Queue()
         cnps_back = [0]
 
@@ -199,6 +201,7 @@ def main():
             tags = []
             os.nice(-10)  # the "fabric" forwards promptly even on a loaded machine
             fab_l.settimeout(0.1)
+            ready[0].set()
             while not stop.is_set():
                 try:
                     data, addr = fab_l.recvfrom(65535)
@@ -210,6 +213,7 @@ def main():
                 if t in (1, 2, 3):
                     now = time.monotonic()
                     tags.append((now, t))
+                    bridged.value += 1
                     if t == 2:
                         data = bytearray(data)
                         data[15] |= 0x30  # outer ECN (bits 4-5 of the second byte) = CE
@@ -234,6 +238,7 @@ def main():
             # loaded machine) is dropped and counted, not answered late.
             os.nice(-10)
             hb_sock.settimeout(0.1)
+            ready[1].set()
             while not stop.is_set():
                 try:
                     data, addr = hb_sock.recvfrom(65535)
@@ -279,6 +284,9 @@ def main():
         threads = [threading.Thread(target=f, daemon=True) for f in (fabric_b_to_a, cnp_sink)]
         for t in threads:
             t.start()
+        for r in ready:
+            if not r.wait(30):
+                rl.fail("the bridge or the emulated host did not start within 30 s")
 
         frames = [rl.frame(rl.roce_ip_packet(4, HOST_A, HOSTS_B[i % len(HOSTS_B)],
                                              rl.OP_WRITE_ONLY, 0x4242, i, tos=0x02,
@@ -297,6 +305,10 @@ def main():
 
         send(PHASE1)  # CE is marked, but nobody answers yet: shares stay equal
         time.sleep(0.3)
+        # Phases are told apart by the bridge's clock: let it catch up on phase 1 first.
+        deadline = time.monotonic() + 10
+        while bridged.value < PHASE1 * 0.95 and time.monotonic() < deadline:
+            time.sleep(0.05)
         t_phase2 = time.monotonic()
         respond.set()
         send(PHASE2)

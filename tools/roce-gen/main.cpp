@@ -2,7 +2,14 @@
 // roce-gen: writes a deterministic RoCEv2 workload (N hosts x M QPs, opcode mix, sizes,
 // IPv4/IPv6, optional VLAN and interleaved non-RoCE frames) into a pcap file, and optionally
 // a CSV manifest of what every frame is meant to be (tests check it against dissectors).
+// With EAL arguments before "--" it transmits the same workload on a DPDK port instead,
+// pktgen-style, at a target rate (dpdk_tx.hpp).
 #include <getopt.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+
+#include <cmath>
+#include <csignal>
 
 #include <array>
 #include <charconv>
@@ -12,9 +19,11 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "net/addr.hpp"
 #include "pcap/pcap.hpp"
+#include "roce-gen/dpdk_tx.hpp"
 #include "roce-gen/roce_gen.hpp"
 
 namespace {
@@ -22,9 +31,23 @@ namespace {
 using namespace srv6gw;
 
 constexpr const char* kUsage = R"(usage: roce-gen -o FILE [options]
+       roce-gen EAL-ARGS -- --tx-port PORT [--rate-pps N | --rate-mbps M]
+                [--duration S] [options]
 
 Writes RoCEv2 frames (Ethernet, no FCS) into a classic pcap file. Same options and seed
-give a byte-identical file.
+give a byte-identical file. With EAL arguments before '--', sends the same frames on a
+DPDK port instead (e.g. -l 0 --no-huge -m 256 --no-pci --vdev net_af_packet0,iface=veth0).
+
+Transmit mode (EAL arguments given):
+      --tx-port PORT       DPDK port name (net_af_packet0) or id (required)
+      --rate-pps N         target rate in frames per second
+      --rate-mbps M        target rate in Mbit/s of Ethernet frames (no FCS/preamble/gap)
+                           (neither: as fast as the port takes them)
+      --duration S         seconds to send (fractions allowed); with --count as well,
+                           whichever ends first; without --count the workload is endless
+      --burst N            frames per TX burst (default 32)
+      --mbufs N            mbuf pool size (default 4095)
+      --report-json FILE   write the transmit report as JSON
 
   -o, --output FILE        pcap file to write (required)
       --manifest FILE      also write a CSV line per frame: what it is meant to be
@@ -113,7 +136,70 @@ enum Option : int {
   kDestQpBase,
   kNonRoceEvery,
   kIntervalNs,
+  kTxPort,
+  kRatePps,
+  kRateMbps,
+  kDuration,
+  kBurst,
+  kMbufs,
+  kReportJson,
 };
+
+double real_option(const char* name, const char* text) {
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !std::isfinite(v) || v < 0) {
+    fail(std::string("--") + name + ": '" + text + "' is not a non-negative number");
+  }
+  return v;
+}
+
+void on_signal(int) {
+  rocegen::request_tx_stop();
+}
+
+// Transmit mode: sends the workload on a DPDK port and prints (and optionally writes as
+// JSON) what was sent and the rate achieved.
+int transmit(rocegen::Generator& gen, const rocegen::TxOptions& tx, const std::string& report_json,
+             bool quiet) {
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  rocegen::TxReport r;
+  std::string error;
+  if (!rocegen::run_dpdk_tx(gen, tx, r, error)) fail(error);
+  char target[64] = "unlimited";
+  if (tx.rate_pps > 0) std::snprintf(target, sizeof target, "%.0f pps", tx.rate_pps);
+  if (tx.rate_mbps > 0) std::snprintf(target, sizeof target, "%.3f Mbit/s", tx.rate_mbps);
+  if (!quiet) {
+    std::printf(
+        "roce-gen: tx %s: sent %llu packets, %llu bytes in %.3f s: %.0f pps, %.3f Mbit/s "
+        "(target %s); partial bursts retried %llu, unsent at stop %llu; rx %llu packets\n",
+        tx.port.c_str(), static_cast<unsigned long long>(r.sent_packets),
+        static_cast<unsigned long long>(r.sent_bytes), r.elapsed_s, r.achieved_pps, r.achieved_mbps,
+        target, static_cast<unsigned long long>(r.tx_retries),
+        static_cast<unsigned long long>(r.unsent_at_stop),
+        static_cast<unsigned long long>(r.rx_packets));
+  }
+  if (!report_json.empty()) {
+    std::ofstream out(report_json, std::ios::trunc);
+    char json[512];
+    std::snprintf(json, sizeof json,
+                  "{\"port\": \"%s\", \"sent_packets\": %llu, \"sent_bytes\": %llu, "
+                  "\"elapsed_s\": %.6f, \"achieved_pps\": %.1f, \"achieved_mbps\": %.4f, "
+                  "\"target_pps\": %.1f, \"target_mbps\": %.4f, \"tx_retries\": %llu, "
+                  "\"unsent_at_stop\": %llu, \"rx_packets\": %llu}\n",
+                  tx.port.c_str(), static_cast<unsigned long long>(r.sent_packets),
+                  static_cast<unsigned long long>(r.sent_bytes), r.elapsed_s, r.achieved_pps,
+                  r.achieved_mbps, tx.rate_pps, tx.rate_mbps,
+                  static_cast<unsigned long long>(r.tx_retries),
+                  static_cast<unsigned long long>(r.unsent_at_stop),
+                  static_cast<unsigned long long>(r.rx_packets));
+    out << json;
+    out.close();
+    if (!out) fail("cannot write " + report_json);
+  }
+  return 0;
+}
 
 std::string csv_line(uint64_t index, const rocegen::FrameInfo& f) {
   const bool roce = f.kind == rocegen::FrameKind::roce;
@@ -129,7 +215,32 @@ std::string csv_line(uint64_t index, const rocegen::FrameInfo& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // EAL arguments, if any, come before "--": initialise the EAL with them and parse the rest.
+  int separator = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--") {
+      separator = i;
+      break;
+    }
+  }
+  const bool dpdk_mode = separator > 0;
+  std::vector<char*> app_argv;
+  if (dpdk_mode) {
+    std::vector<char*> eal_argv(argv, argv + separator);
+    if (rte_eal_init(int(eal_argv.size()), eal_argv.data()) < 0) {
+      fail("EAL initialisation failed (arguments before '--'): " +
+           std::string(rte_strerror(rte_errno)));
+    }
+    app_argv.push_back(argv[0]);
+    app_argv.insert(app_argv.end(), argv + separator + 1, argv + argc);
+    app_argv.push_back(nullptr);
+    argc = int(app_argv.size()) - 1;
+    argv = app_argv.data();
+  }
   rocegen::GenSpec spec;
+  rocegen::TxOptions tx;
+  std::string report_json;
+  bool count_given = false;
   std::string output;
   std::string manifest;
   bool quiet = false;
@@ -161,6 +272,13 @@ int main(int argc, char** argv) {
       {"dest-qp-base", required_argument, nullptr, kDestQpBase},
       {"non-roce-every", required_argument, nullptr, kNonRoceEvery},
       {"interval-ns", required_argument, nullptr, kIntervalNs},
+      {"tx-port", required_argument, nullptr, kTxPort},
+      {"rate-pps", required_argument, nullptr, kRatePps},
+      {"rate-mbps", required_argument, nullptr, kRateMbps},
+      {"duration", required_argument, nullptr, kDuration},
+      {"burst", required_argument, nullptr, kBurst},
+      {"mbufs", required_argument, nullptr, kMbufs},
+      {"report-json", required_argument, nullptr, kReportJson},
       {"quiet", no_argument, nullptr, 'q'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
@@ -177,6 +295,28 @@ int main(int argc, char** argv) {
         break;
       case 'n':
         spec.count = number_option<uint64_t>("count", arg, 1ull << 32);
+        count_given = true;
+        break;
+      case kTxPort:
+        tx.port = arg;
+        break;
+      case kRatePps:
+        tx.rate_pps = real_option("rate-pps", arg);
+        break;
+      case kRateMbps:
+        tx.rate_mbps = real_option("rate-mbps", arg);
+        break;
+      case kDuration:
+        tx.duration_s = real_option("duration", arg);
+        break;
+      case kBurst:
+        tx.burst = number_option<uint16_t>("burst", arg, 256);
+        break;
+      case kMbufs:
+        tx.mbufs = number_option<uint32_t>("mbufs", arg, 1u << 24);
+        break;
+      case kReportJson:
+        report_json = arg;
         break;
       case kSeed:
         spec.seed = number_option<uint64_t>("seed", arg, UINT64_MAX);
@@ -279,6 +419,23 @@ int main(int argc, char** argv) {
     }
   }
   if (optind != argc) fail(std::string("unexpected argument '") + argv[optind] + "'");
+  if (dpdk_mode) {
+    if (tx.port.empty()) fail("--tx-port is required in transmit mode (EAL arguments given)");
+    if (!output.empty() || !manifest.empty()) {
+      fail("--output/--manifest and transmit mode (EAL arguments) are exclusive");
+    }
+    // A duration without a count: the workload never ends (QPs keep advancing their PSNs).
+    if (tx.duration_s > 0 && !count_given) spec.count = UINT64_MAX;
+    auto gen = rocegen::Generator::create(spec, error);
+    if (!gen) fail("--" + error);
+    const int rc = transmit(*gen, tx, report_json, quiet);
+    rte_eal_cleanup();
+    return rc;
+  }
+  if (!tx.port.empty() || tx.rate_pps > 0 || tx.rate_mbps > 0 || tx.duration_s > 0 ||
+      !report_json.empty()) {
+    fail("--tx-port/--rate-*/--duration/--report-json need EAL arguments before '--'");
+  }
   if (output.empty()) fail("--output is required (see --help)");
 
   auto gen = rocegen::Generator::create(spec, error);

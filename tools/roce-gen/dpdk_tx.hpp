@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// pktgen-style transmission of a roce-gen workload on a DPDK port: frames are built straight
+// into mbufs (no copy, no per-frame allocation beyond the mbuf itself) and sent in bursts at
+// a target rate in packets or Mbit/s, for a duration or a frame count. The EAL must already
+// be initialised (roce-gen does it when its arguments contain "--").
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "roce-gen/roce_gen.hpp"
+
+namespace srv6gw::rocegen {
+
+struct TxOptions {
+  std::string port;       // DPDK port name (e.g. net_af_packet0) or numeric id
+  double rate_pps = 0;    // 0 with rate_mbps 0: as fast as the port takes them
+  double rate_mbps = 0;   // Ethernet frame bits (no FCS, preamble or gap), Mbit/s
+  double duration_s = 0;  // 0: until the workload's count is sent
+  uint16_t burst = 32;    // frames per rte_eth_tx_burst
+  uint32_t mbufs = 4095;  // pool size
+  uint16_t tx_descriptors = 1024;
+};
+
+struct TxReport {
+  uint64_t sent_packets = 0;
+  uint64_t sent_bytes = 0;
+  uint64_t tx_retries = 0;      // bursts the port took only partly (the rest was retried)
+  uint64_t unsent_at_stop = 0;  // built but not taken when time was up (freed)
+  uint64_t rx_packets = 0;      // drained from the port's RX queue (e.g. CNPs coming back)
+  double elapsed_s = 0;
+  double achieved_pps = 0;
+  double achieved_mbps = 0;
+};
+
+// Configures the port (1 RX, 1 TX queue), sends, stops the port. Returns false with `error`
+// on a setup failure (unknown port, pool, queue setup); a stop request (SIGINT/SIGTERM via
+// request_tx_stop) ends the run early with a normal report.
+bool run_dpdk_tx(Generator& generator, const TxOptions& options, TxReport& report,
+                 std::string& error);
+
+// Async-signal-safe: makes run_dpdk_tx finish after the current burst.
+void request_tx_stop();
+
+}  // namespace srv6gw::rocegen

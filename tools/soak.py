@@ -205,8 +205,9 @@ class Soak:
         self.apply([{"upsert_steering": {
             "id": 81, "exact": {"destination": "10.0.8.7", "dest_qp": 0x4D2},
             "policy": "measured-alt" if n % 2 == 0 else "measured"}}])
-        self.ctl("path", "down" if n % 2 == 0 else "up", "measured", "m-b")
-        self.path_toggles += 1
+        if self.args.path_toggles:
+            self.ctl("path", "down" if n % 2 == 0 else "up", "measured", "m-b")
+            self.path_toggles += 1
 
     def run(self):
         a = self.args
@@ -231,7 +232,7 @@ class Soak:
                 n += 1
                 next_churn = now + a.churn_interval
             time.sleep(0.05)
-        if n % 2 == 1:  # leave m-b up
+        if n % 2 == 1 and a.path_toggles:  # leave m-b up
             self.ctl("path", "up", "measured", "m-b")
             self.path_toggles += 1
         state = self.ctl("state").stdout
@@ -331,6 +332,8 @@ def main():
                         "duration, at least 10)")
     p.add_argument("--rss-growth-mb", type=float, default=16.0,
                    help="allowed RSS growth after the warm-up, MB (16)")
+    p.add_argument("--no-path-toggles", dest="path_toggles", action="store_false",
+                   help="no SetPathState down/up (to tell its effect from the CE/CNP traffic's)")
     args = p.parse_args()
     if args.warmup is None:
         args.warmup = max(10.0, args.duration * 0.2)

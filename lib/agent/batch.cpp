@@ -122,10 +122,12 @@ void apply_changeset(const Changeset& changes, AgentState& state) {
       cfg.steering.pop_back();
     }
   }
-  // Policies and local SIDs are few (capacities of 64k at most): kept in order.
+  // Policies and local SIDs are few (capacities of 64k at most): kept in order. (Lambdas take
+  // the structured bindings through init-captures: clang-14, the fuzz build, cannot capture
+  // them directly.)
   for (const auto& [name, policy] : changes.policies) {
     auto it = std::find_if(cfg.policies.begin(), cfg.policies.end(),
-                           [&](const config::Policy& p) { return p.name == name; });
+                           [&name = name](const config::Policy& p) { return p.name == name; });
     if (policy) {
       if (it != cfg.policies.end())
         *it = *policy;
@@ -137,7 +139,7 @@ void apply_changeset(const Changeset& changes, AgentState& state) {
   }
   for (const auto& [sid, local_sid] : changes.local_sids) {
     auto it = std::find_if(cfg.local_sids.begin(), cfg.local_sids.end(),
-                           [&](const config::LocalSid& ls) { return ls.sid == sid; });
+                           [&sid = sid](const config::LocalSid& ls) { return ls.sid == sid; });
     if (local_sid) {
       if (it != cfg.local_sids.end())
         *it = *local_sid;

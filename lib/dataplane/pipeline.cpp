@@ -344,10 +344,6 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
     rte_mbuf* m = pkts[i];
     ++c.rx_fabric;
     c.rx_fabric_bytes += m->pkt_len;
-    if (unlikely(m->nb_segs != 1)) {  // beyond the MTU: see process_host_burst
-      drop(c, m, DropReason::oversize);
-      continue;
-    }
     uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
     const uint16_t len = m->data_len;
 
@@ -388,6 +384,13 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
       continue;
     }
 
+    // A chain (beyond the MTU, see process_host_burst) is only decapsulated from its first
+    // segment: refuse it by name. Chains not for us took the non-SID action above, untouched
+    // (e.g. our own chained-header encapsulations looped back by net_ring).
+    if (unlikely(m->nb_segs != 1)) {
+      drop(c, m, DropReason::oversize);
+      continue;
+    }
     srv6::DecapResult r;
     const srv6::DecapStatus ds =
         srv6::decap(std::span<uint8_t>(d + off, len - off), sid->behavior, r);

@@ -189,6 +189,22 @@ bool Engine::set_admin(uint16_t path_id, bool up, uint64_t now_ns, std::vector<D
     p.admin_down = true;
     p.excluded = false;
     change(pol, p, 0.0, Reason::explicit_down, now_ns, out);
+    // The controller may empty a policy, congestion may not: when this was the last usable
+    // list and siblings are out only because the engine excluded them, the first comes back
+    // at the minimum factor in the same publication (found by tools/soak.py: path down while
+    // the other list was excluded dropped packets as no_usable_path until readmission).
+    bool usable_left = false;
+    for (const PathState& o : pol.paths) usable_left |= usable(o);
+    if (!usable_left) {
+      for (PathState& o : pol.paths) {
+        if (o.excluded && !o.admin_down && o.weight > 0) {
+          change(pol, o, params_.min_factor, Reason::last_path_kept, now_ns, out);
+          o.excluded = false;
+          o.last_decrease_ns = now_ns;
+          break;
+        }
+      }
+    }
     return true;
   }
   const bool was = p.admin_down || p.excluded || p.factor != 1.0;

@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Fuzzes the gRPC agent's request validation: the bytes of an ApplyRequest as they arrive on
-// the wire -> protobuf parse -> agent::Batch (wire-to-model conversion, the batch's edits,
-// config::validate()), the code path of the Apply RPC before anything reaches the data plane.
-// The base is the running state of config/examples/gateway.json, so deletes and references
-// can hit existing policies, rules and local SIDs.
+// the wire -> protobuf parse -> agent::Batch (wire-to-model conversion, the batch's net
+// changeset, its validation), the code path of the Apply RPC before anything reaches the data
+// plane. The base is the running state of config/examples/gateway.json (and its ConfigIndex),
+// so deletes and references can hit existing policies, rules and local SIDs.
 //
 // Invariants (besides ASan/UBSan/LSan):
+//  - the Apply RPC's incremental validation (against the indexes) and the file loader's full
+//    config::validate() of the result accept and refuse the same batches;
 //  - a refusal names where: "changes[i]..." with i inside the batch, or "configuration
 //    refused: <message> (/srv6gw:gateway/...)" with a YANG path; its message is not empty;
-//  - an accepted batch counts exactly one edit per change, passes config::validate(), survives
-//    the persistence round trip (to_json -> load_config_json gives it back) and every policy,
-//    rule and local SID converts to the wire and back unchanged (what List*/Get* serve);
-//  - the candidate state's steering index points every rule id at that rule;
+//  - an accepted batch counts exactly one edit per change; its changeset applied to a copy of
+//    the base gives a configuration config::validate() accepts, the same with either
+//    validation, which survives the persistence round trip (to_json -> load_config_json) and
+//    whose policies, rules and local SIDs convert to the wire and back unchanged (what
+//    List*/Get* serve); the state's steering index points every rule id at that rule;
 //  - the same request on the same base gives the same answer (no hidden state).
 #include <google/protobuf/stubs/logging.h>
 
@@ -38,8 +41,13 @@ namespace v1 = srv6gw::v1;
 
 namespace {
 
-const agent::AgentState& base_state() {
-  static const std::shared_ptr<agent::AgentState> state = [] {
+struct Base {
+  std::shared_ptr<agent::AgentState> state;
+  agent::ConfigIndex index;
+};
+
+const Base& base_state() {
+  static const Base base = [] {
     // Invalid UTF-8 in a string field makes protobuf log an error per input: noise only.
     google::protobuf::SetLogHandler(nullptr);
     auto loaded = config::load_config_file(SRV6GW_FUZZ_BASE_CONFIG);
@@ -48,14 +56,12 @@ const agent::AgentState& base_state() {
                    e->path.c_str(), e->message.c_str());
       std::abort();
     }
-    return agent::make_state(std::move(std::get<config::GatewayConfig>(loaded)), 7);
+    Base b;
+    b.state = agent::make_state(std::move(std::get<config::GatewayConfig>(loaded)), 7);
+    b.index = agent::ConfigIndex(b.state->config);
+    return b;
   }();
-  return *state;
-}
-
-const agent::ConfigIndex& base_index() {
-  static const agent::ConfigIndex index(base_state().config);
-  return index;
+  return base;
 }
 
 bool starts_with(const std::string& s, const std::string& prefix) {
@@ -89,35 +95,38 @@ void check_wire_roundtrip(const Model& item) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const agent::AgentState& base = base_state();
+  const Base& b = base_state();
+  const agent::AgentState& base = *b.state;
   v1::ApplyRequest req;
   if (!req.ParseFromArray(data, int(size))) return 0;  // gRPC refuses it before Apply runs
   // The Apply RPC refuses an empty batch before building one.
   if (req.changes_size() == 0) return 0;
 
-  // The agent checks a batch incrementally against indexes of the running configuration; the
-  // file loader's check is config::validate() over the whole result. Both must agree on every
-  // input, to the message.
-  agent::Batch batch(base, base_index(), req.changes());
+  agent::Batch batch(base, b.index, req.changes());
   const auto error = batch.run(agent::Validation::incremental);
-  agent::Batch again(base, base_index(), req.changes());
-  const auto error_again = again.run(agent::Validation::full);
-  if (error.has_value() != error_again.has_value()) {
-    std::fprintf(stderr, "incremental and full validation disagree: %s | %s\n",
-                 error ? error->message.c_str() : "accepted",
-                 error_again ? error_again->message.c_str() : "accepted");
-  }
+  agent::Batch again(base, b.index, req.changes());
+  const auto error_again = again.run(agent::Validation::incremental);
+  agent::Batch full(base, b.index, req.changes());
+  const auto error_full = full.run(agent::Validation::full);
   FUZZ_CHECK(error.has_value() == error_again.has_value());
+  if (error.has_value() != error_full.has_value()) {
+    std::fprintf(stderr, "incremental validation %s, full validation %s\n",
+                 error ? error->message.c_str() : "accepts",
+                 error_full ? error_full->message.c_str() : "accepts");
+  }
+  FUZZ_CHECK(error.has_value() == error_full.has_value());
 
   if (error) {
+    FUZZ_CHECK(error->message == error_again->message);
     FUZZ_CHECK(error->code == error_again->code);
-    const std::string& m = error->message;
-    const bool named =
-        names_a_change(m, req.changes_size()) || (starts_with(m, "configuration refused: ") &&
-                                                  m.find(" (/srv6gw:gateway") != std::string::npos);
-    if (!named) std::fprintf(stderr, "refusal names no field: %s\n", m.c_str());
-    FUZZ_CHECK(named);
-    FUZZ_CHECK(m.find(": ") != std::string::npos && m.size() > m.find(": ") + 2);
+    for (const std::string* m : {&error->message, &error_full->message}) {
+      const bool named = names_a_change(*m, req.changes_size()) ||
+                         (starts_with(*m, "configuration refused: ") &&
+                          m->find(" (/srv6gw:gateway") != std::string::npos);
+      if (!named) std::fprintf(stderr, "refusal names no field: %s\n", m->c_str());
+      FUZZ_CHECK(named);
+      FUZZ_CHECK(m->find(": ") != std::string::npos && m->size() > m->find(": ") + 2);
+    }
     return 0;
   }
 
@@ -126,15 +135,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  c.local_sids_upserted + c.local_sids_deleted ==
              uint32_t(req.changes_size()));
 
-  // The result the agent would publish: the base state edited in place by the changeset.
   const std::shared_ptr<agent::AgentState> next = agent::copy_state(base);
   agent::apply_changeset(batch.changeset(), *next);
-  next->generation = base.generation + 1;
-  const std::shared_ptr<agent::AgentState> next_again = agent::copy_state(base);
-  agent::apply_changeset(again.changeset(), *next_again);
+  const std::shared_ptr<agent::AgentState> next_full = agent::copy_state(base);
+  agent::apply_changeset(full.changeset(), *next_full);
   const config::GatewayConfig& cfg = next->config;
-  FUZZ_CHECK(cfg == next_again->config);
-  FUZZ_CHECK(!config::validate(cfg).has_value());
+  FUZZ_CHECK(cfg == next_full->config);
+  if (auto e = config::validate(cfg)) {
+    std::fprintf(stderr, "accepted batch gives a configuration validate() refuses: %s: %s\n",
+                 e->path.c_str(), e->message.c_str());
+    FUZZ_CHECK(false);
+  }
 
   const std::string json = config::to_json(cfg);
   const config::LoadResult reloaded = config::load_config_json(json);
@@ -152,9 +163,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check_wire_roundtrip<config::SteeringRule, v1::SteeringRule>(r);
   for (const auto& l : cfg.local_sids) check_wire_roundtrip<config::LocalSid, v1::LocalSid>(l);
 
-  FUZZ_CHECK(next->steering_index->position.size() == next->config.steering.size());
-  for (size_t k = 0; k < next->config.steering.size(); ++k) {
-    const auto it = next->steering_index->position.find(next->config.steering[k].id);
+  FUZZ_CHECK(next->steering_index->position.size() == cfg.steering.size());
+  for (size_t k = 0; k < cfg.steering.size(); ++k) {
+    const auto it = next->steering_index->position.find(cfg.steering[k].id);
     FUZZ_CHECK(it != next->steering_index->position.end() && it->second == k);
   }
   return 0;

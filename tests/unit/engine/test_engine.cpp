@@ -327,6 +327,23 @@ TEST(Engine, ExplicitDownAndUpApplyAtOnce) {
   EXPECT_FALSE(f.engine.set_admin(99, false, f.now, out));
 }
 
+// Explicit down of the last usable list while its sibling is excluded by congestion: the
+// sibling comes back at the minimum factor at once (congestion never empties a policy).
+TEST(Engine, ExplicitDownReadmitsAnExcludedSibling) {
+  Fixture f({{"a", 1, 1, false}, {"b", 2, 1, false}});
+  f.run_for(20 * kMs, [&] { f.engine.report(1, 10.0); });
+  ASSERT_EQ(f.factor(1), 0.0) << "a should have been excluded by congestion";
+  ASSERT_GT(f.factor(2), 0.0);
+  std::vector<Decision> out;
+  ASSERT_TRUE(f.engine.set_admin(2, false, f.now + 1, out));
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].reason, Reason::explicit_down);
+  EXPECT_EQ(out[1].reason, Reason::last_path_kept);
+  EXPECT_EQ(out[1].path_id, 1);
+  EXPECT_EQ(f.factor(1), f.params.min_factor);
+  EXPECT_EQ(f.factor(2), 0.0);
+}
+
 TEST(Engine, ExplicitUpLiftsAnExclusion) {
   Fixture f;
   f.run_for(1 * kMs, [&] { f.engine.report(1, 10.0); });

@@ -82,7 +82,7 @@ bool operator==(const Policy& a, const Policy& b) {
          a.source == b.source && a.encap == b.encap && a.usid.block_bits == b.usid.block_bits &&
          a.usid.usid_bits == b.usid.usid_bits && a.selection == b.selection &&
          a.flowlet_gap_us == b.flowlet_gap_us && a.spray_opcodes == b.spray_opcodes &&
-         a.segment_lists == b.segment_lists;
+         a.segment_lists == b.segment_lists && a.probe_sid == b.probe_sid;
 }
 
 namespace {
@@ -573,6 +573,7 @@ std::optional<ConfigError> validate_local_sids(const GatewayConfig& cfg,
       case srv6::LocalSidBehavior::end_dx4:
       case srv6::LocalSidBehavior::end_dx6:
       case srv6::LocalSidBehavior::end_dt46:
+      case srv6::LocalSidBehavior::end_probe:
         break;
       default:
         return err(lp + "/behavior", "unknown behavior " + std::to_string(int(ls.behavior)));
@@ -581,6 +582,30 @@ std::optional<ConfigError> validate_local_sids(const GatewayConfig& cfg,
       return err(lp, "local SID " + net::to_string(ls.sid) + " is also a SID of " +
                          describe(it->second) +
                          ": traffic to it would be both encapsulated and decapsulated here");
+    }
+  }
+  return std::nullopt;
+}
+
+// Probed policies: the remote's probe SID is a unicast address, and we have what it takes to
+// send probes and receive the replies (docs/probing.md).
+std::optional<ConfigError> validate_probes(const GatewayConfig& cfg) {
+  bool has_local_probe_sid = false;
+  for (const LocalSid& ls : cfg.local_sids)
+    has_local_probe_sid |= ls.behavior == srv6::LocalSidBehavior::end_probe;
+  for (const Policy& p : cfg.policies) {
+    if (!p.probe_sid) continue;
+    const std::string path = policy_path(p.name) + "/probe-sid";
+    if (auto why = bad_unicast(*p.probe_sid)) return err(path, "probe-sid " + *why);
+    if (!has_local_probe_sid) {
+      return err(path,
+                 "probe-sid needs a local SID with behavior end-probe on this gateway "
+                 "(where the replies come back)");
+    }
+    if (!cfg.fabric_nexthop_mac) {
+      return err(path,
+                 "probe-sid needs ports/fabric-nexthop-mac (the gateway sends probes itself: "
+                 "there is no host frame to take the destination MAC from)");
     }
   }
   return std::nullopt;
@@ -597,8 +622,11 @@ std::optional<ConfigError> validate(const GatewayConfig& cfg) {
   if (auto e = validate_capacities(cfg.capacities)) return e;
   if (auto e = engine::check(cfg.engine))
     return err(std::string(kRoot) + "/engine/" + e->field, e->field + " " + e->message);
+  if (auto e = engine::check(cfg.probe))
+    return err(std::string(kRoot) + "/probe/" + e->field, e->field + " " + e->message);
   std::map<net::Ipv6Addr, Owner> policy_sids;
   if (auto e = validate_policies(cfg, policy_sids)) return e;
+  if (auto e = validate_probes(cfg)) return e;
   if (auto e = validate_steering(cfg)) return e;
   if (auto e = validate_local_sids(cfg, policy_sids)) return e;
   return std::nullopt;

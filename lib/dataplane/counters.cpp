@@ -23,6 +23,10 @@ const char* to_string(DropReason r) {
       return "header_alloc_failed";
     case DropReason::tx_full:
       return "tx_full";
+    case DropReason::probe_refused:
+      return "probe_refused";
+    case DropReason::probe_ring_full:
+      return "probe_ring_full";
     case DropReason::count_:
       break;
   }

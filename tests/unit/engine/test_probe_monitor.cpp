@@ -36,8 +36,12 @@ struct Harness {
     uint32_t sa = 0, sb = 0;
     EXPECT_TRUE(m.next_seq(1, now, sa));
     EXPECT_TRUE(m.next_seq(2, now, sb));
-    if (answer_a) EXPECT_TRUE(m.on_reply(1, sa, rtt, now + rtt));
-    if (answer_b) EXPECT_TRUE(m.on_reply(2, sb, rtt, now + rtt));
+    if (answer_a) {
+      EXPECT_TRUE(m.on_reply(1, sa, rtt, now + rtt));
+    }
+    if (answer_b) {
+      EXPECT_TRUE(m.on_reply(2, sb, rtt, now + rtt));
+    }
     now += kMs;
     m.tick(now, out);
   }
@@ -242,8 +246,11 @@ TEST(EngineProbe, DownFailsOverUpReturns) {
   ASSERT_TRUE(e.set_admin(1, true, 80, d));
   EXPECT_EQ(e.factors("pol")[0], 0.0);
   EXPECT_FALSE(e.set_probe(99, false, 90, d));
-  for (const PathView& v : e.paths())
-    if (v.path_id == 1) EXPECT_TRUE(v.probe_down);
+  for (const PathView& v : e.paths()) {
+    if (v.path_id == 1) {
+      EXPECT_TRUE(v.probe_down);
+    }
+  }
 }
 
 }  // namespace

@@ -13,8 +13,8 @@
 #include "dataplane/pipeline.hpp"
 #include "engine_runner.hpp"
 #include "options.hpp"
-#include "probe_runner.hpp"
 #include "ports.hpp"
+#include "probe_runner.hpp"
 #include "worker.hpp"
 
 namespace srv6gw::app {

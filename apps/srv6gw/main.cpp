@@ -425,6 +425,10 @@ int run(int argc, char** argv) {
           agent::ethdev_port_counters(app.host.port_id, "host", app.host.name),
           agent::ethdev_port_counters(app.fabric.port_id, "fabric", app.fabric.name)};
     });
+    sink.set_probe_source([] {  // under control_mutex (GatewaySink::stats)
+      return app.running && app.prober ? app.prober->monitor().paths()
+                                       : std::vector<engine::ProbePathView>{};
+    });
     std::unique_ptr<agent::Agent> grpc_agent;
     if (agent_opts.enabled) {
       grpc_agent = agent::Agent::start(agent_opts, sink, app.config, generation, agent_error);

@@ -122,7 +122,7 @@ struct GatewayConfig {
   MissAction fabric_non_sid = MissAction::pass;  // fabric -> host, not one of our SIDs
   uint32_t stats_interval_ms = 1000;             // periodic stats line; 0 = off
   Capacities capacities;
-  engine::Params engine;  // local SR engine (container engine)
+  engine::Params engine;      // local SR engine (container engine)
   engine::ProbeParams probe;  // path health probing (container probe)
   std::vector<Policy> policies;
   std::vector<SteeringRule> steering;

@@ -214,7 +214,8 @@ def start_gateway(fab, role, work, name, config, main_lcore):
             err = f.read()
         if "worker 0 on lcore" in err:
             time.sleep(0.3)
-            return {"p": p, "stats": stats_json, "err": err_path, "out": out_path}
+            return {"p": p, "stats": stats_json, "err": err_path, "out": out_path,
+                    "prefix": prefix}
         if p.poll() is not None:
             break
         time.sleep(0.1)
@@ -360,6 +361,10 @@ def run(fab, gws):
     t_cut_done = time.monotonic()
     log(f"cut: link fa-t{victim} set down (the command took {(t_cut_done - t_cut) * 1e3:.0f} ms)")
     time.sleep(1.5)
+    # While cut, DPDK telemetry (what dpdk-telemetry.py reads) reports the path down.
+    during = gwlib.telemetry_query(gws[0]["prefix"], "/srv6gw/probes") or {}
+    log(f"telemetry /srv6gw/probes during the cut: " + ", ".join(
+        f"path {k} {v.get('state')} (lost {v.get('lost')})" for k, v in sorted(during.items())))
     t_restore = time.monotonic()  # the path cannot work before this
     fab.restore(victim)
     log(f"restored: link fa-t{victim} up (in {time.monotonic() - t_restore:.2f} s)")
@@ -379,6 +384,8 @@ def run(fab, gws):
         f"{psn_restore}; hb received {len(received)}")
 
     problems = []
+    if during.get(str(victim), {}).get("state") != "down":
+        problems.append(f"telemetry did not report path {victim} down during the cut: {during}")
     # Acceptance 1: failover.
     rerouted = [p for p in seen[other] if psn_cut <= p < psn_restore]
     first_rerouted = min(rerouted) if rerouted else None

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import datetime
 
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
@@ -44,7 +45,9 @@ T_SID = {1: "fc00:1::e", 2: "fc00:2::e"}
 B_DX4, B_PROBE = "fc00:b::d4", "fc00:b::f"
 A_DX4, A_PROBE = "fc00:a::d4", "fc00:a::f"
 DARK_PROBE = "fc00:b::99"  # B has no such SID: probes to it are never answered
-PROBE = {"interval-us": 2000, "timeout-us": 20000, "loss-threshold": 3, "hold-down-us": 500000}
+# A probe every 5 ms, lost after 50 ms, 3 lost = down: generous for a loaded 2-core machine
+# where a process can sleep for tens of milliseconds (the defaults are 1 ms / 5 ms / 3).
+PROBE = {"interval-us": 5000, "timeout-us": 50000, "loss-threshold": 3, "hold-down-us": 500000}
 RATE_PPS = 1000
 PSN_OFFSET = 14 + 20 + 8 + 9  # Ethernet + IPv4 + UDP + BTH bytes before the PSN
 
@@ -136,8 +139,26 @@ class Fabric:
         self.ip("fa", f"link set dev fa{k} down")
 
     def restore(self, k):
-        """Link up again, and whatever setting it down flushed."""
-        self.setup_path(k)
+        """Link up again, and what the link going down flushed: fa's end was set down, t<k>'s
+        end lost carrier (IPv6 drops addresses, neighbours and routes of both). Only adds
+        (`-force`: what still exists stays untouched): replacing a live address or route
+        would flap it under traffic."""
+        t = f"t{k}"
+        cmds = {
+            "fa": [f"link set dev fa{k} up",
+                   f"addr add fd00:1{k}::1/64 dev fa{k} nodad",
+                   f"neigh replace fd00:1{k}::2 lladdr {self.mac_of(t, f'{t}a')} dev fa{k} "
+                   "nud permanent",
+                   f"route add fc00:{k}::/32 via fd00:1{k}::2 dev fa{k}"],
+            t: [f"addr add fd00:1{k}::2/64 dev {t}a nodad",
+                f"neigh replace fd00:1{k}::1 lladdr {self.mac_of('fa', f'fa{k}')} dev {t}a "
+                "nud permanent",
+                f"route add fc00:a::/32 via fd00:1{k}::1 dev {t}a",
+                f"route add {T_SID[k]}/128 encap seg6local action End dev {t}a"],
+        }
+        for role in ("fa", t):
+            subprocess.run(["ip", "-6", "-force", "-n", self.ns[role], "-batch", "-"],
+                           input="\n".join(cmds[role]) + "\n", capture_output=True, text=True)
 
     def link(self, a, adev, b, bdev):
         nl.sh(["ip", "-n", self.ns[a], "link", "add", adev, "type", "veth", "peer", "name", bdev,
@@ -330,6 +351,7 @@ def run(fab, gws):
                                                 tos=0x02, payload_len=128),
                               dst_mac=m[("gwa", "hst")], src_mac=m[("ha", "h0")]))
     sent_at = []  # index = PSN
+    sent_wall = []  # the same in wall-clock time (to compare with the gateway's log)
 
     def sender():
         period = 1.0 / RATE_PPS
@@ -342,6 +364,7 @@ def run(fab, gws):
                 time.sleep(due - now)
             base[PSN_OFFSET:PSN_OFFSET + 3] = psn.to_bytes(3, "big")
             sent_at.append(time.monotonic())
+            sent_wall.append(time.time())
             tx.send(bytes(base))
             psn += 1
 
@@ -367,7 +390,8 @@ def run(fab, gws):
         f"path {k} {v.get('state')} (lost {v.get('lost')})" for k, v in sorted(during.items())))
     t_restore = time.monotonic()  # the path cannot work before this
     fab.restore(victim)
-    log(f"restored: link fa-t{victim} up (in {time.monotonic() - t_restore:.2f} s)")
+    t_restore_done = time.monotonic()
+    log(f"restored: link fa-t{victim} up (in {t_restore_done - t_restore:.2f} s)")
     time.sleep(hold_down_s + 1.5)
     stop_send.set()
     send_thread.join()
@@ -383,6 +407,17 @@ def run(fab, gws):
     log(f"sent {psn_end} packets at {RATE_PPS} pps; cut at PSN {psn_cut}, restore at PSN "
         f"{psn_restore}; hb received {len(received)}")
 
+    # (wall time, path id, "down"/"up") of A's probe transitions of toB, from its log.
+    transitions_a = []
+    for ln in err_a.splitlines():
+        if "probe: policy toB" not in ln:
+            continue
+        try:
+            t = datetime.strptime(ln[:23], "%Y-%m-%d %H:%M:%S.%f").timestamp()
+        except ValueError:
+            continue
+        path = int(ln.split("(path ")[1].split(")")[0])
+        transitions_a.append((t, path, "down" if " down:" in ln else "up"))
     problems = []
     if during.get(str(victim), {}).get("state") != "down":
         problems.append(f"telemetry did not report path {victim} down during the cut: {during}")
@@ -407,8 +442,17 @@ def run(fab, gws):
             f"p{other} was PSN {first_rerouted}, sent {failover_ms:.1f} ms later; {lost_before} "
             f"packets lost in between (bound rate x (timeout + threshold x interval) = "
             f"{bound:.0f}); {len(lost)} lost in the whole cut phase of {psn_restore - psn_cut}")
-        if lost_before > 5 * bound + 50:
-            problems.append(f"{lost_before} packets lost before the failover, more than 5 x "
+        # A false alarm of the surviving path in that window (probes delayed past the timeout
+        # by this machine) leaves no usable list for a hold-down: the loss then says nothing
+        # about the failover, and the bound is not asserted (said so).
+        flaps = [t for t, path, _ in transitions_a
+                 if path == other and sent_wall[first_lost] - 0.2 <= t <= sent_wall[first_rerouted]]
+        if flaps:
+            log(f"WARNING: the surviving path p{other} was declared down {len(flaps)} times "
+                f"during the failover (the machine delayed probes past the timeout); the loss "
+                f"bound is not asserted")
+        elif lost_before > 3 * bound + 50:
+            problems.append(f"{lost_before} packets lost before the failover, more than 3 x "
                             f"{bound:.0f} + 50")
         if len(lost) > lost_before + 5:
             problems.append(f"{len(lost) - lost_before} packets lost after the failover")
@@ -423,12 +467,13 @@ def run(fab, gws):
         if ret_s < hold_down_s * 0.9:
             problems.append(f"returned {ret_s * 1e3:.0f} ms after the restore, before the "
                             f"hold-down of {hold_down_s * 1e3:.0f} ms")
-        if ret_s > hold_down_s + 1.2:
+        if ret_s > (t_restore_done - t_restore) + hold_down_s + 1.2:
             problems.append(f"returned only {ret_s:.2f} s after the restore")
-    tail = [p for p in range(psn_restore, psn_end) if p not in received]
-    if len(tail) > 5:
-        problems.append(f"{len(tail)} packets lost after the restore (the return must be "
-                        "lossless)")
+        # Moving back to a working path loses nothing.
+        around = [p for p in range(min(back) - 100, min(back) + 100) if p not in received]
+        if len(around) > 2:
+            problems.append(f"{len(around)} packets lost around the return to p{victim} "
+                            f"(PSN {min(back)}): {around}")
     # Probe statistics and events.
     for pid in sorted(paths_a):
         p = paths_a[pid]

@@ -215,11 +215,11 @@ std::string EngineRunner::json() const {
       "\"cnp_reflected\":{},\"cnp_fallback\":{},\"cnp_unattributed\":{},\"unknown_path\":{},"
       "\"publications\":{},\"publish_errors\":{},\"reactions\":{},\"last_reaction_ns\":{},"
       "\"max_reaction_ns\":{},\"last_engine_ns\":{},\"max_engine_ns\":{},\"busy_ns\":{},"
-      "\"events_published\":{},\"decisions\":{{",
+      "\"events_published\":{},\"probe_last_path_kept\":{},\"decisions\":{{",
       stats_.polls, stats_.events, a.ce_seen, a.cnp_sent, a.cnp_sent_reflected, a.cnp_reflected,
       a.cnp_fallback, a.cnp_unattributed, a.unknown_path, stats_.publishes, stats_.publish_errors,
       stats_.reactions, stats_.last_reaction_ns, stats_.max_reaction_ns, stats_.last_engine_ns,
-      stats_.max_engine_ns, stats_.busy_ns, stats_.events_published);
+      stats_.max_engine_ns, stats_.busy_ns, stats_.events_published, c.probe_last_path_kept);
   for (size_t r = 0; r < size_t(engine::Reason::count_); ++r)
     s += fmt::format("{}\"{}\":{}", r ? "," : "", engine::to_string(engine::Reason(r)),
                      c.decisions[r]);

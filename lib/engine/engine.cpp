@@ -216,11 +216,25 @@ bool Engine::set_probe(uint16_t path_id, bool up, uint64_t now_ns, std::vector<D
     if (p.probe_down) return true;
     p.probe_down = true;
     p.excluded = false;
+    // The policy's last usable list (no other primary, no backup) stays in service: sending
+    // into a path that may be dead loses nothing more than dropping here, and a false alarm
+    // (probes delayed, not lost) then costs nothing. It goes out once another list is back.
+    bool other_usable = false;
+    for (const PathState& o : pol.paths)
+      if (&o != &p && usable(o)) other_usable = true;
+    if (!other_usable) {
+      ++counters_.probe_last_path_kept;
+      return true;
+    }
     if (p.factor != 0.0) change(pol, p, 0.0, Reason::probe_down, now_ns, out);
     return true;
   }
   if (!p.probe_down) return true;
   p.probe_down = false;
+  // Lists kept in service only because they were the last ones leave now.
+  for (PathState& o : pol.paths)
+    if (&o != &p && o.probe_down && o.factor != 0.0 && (!p.admin_down && p.weight > 0))
+      change(pol, o, 0.0, Reason::probe_down, now_ns, out);
   if (p.admin_down) return true;  // the controller still holds it down
   p.excluded = false;
   p.score = 0.0;

@@ -94,6 +94,7 @@ struct EngineCounters {
   uint64_t unknown_path = 0;  // evidence for a path id no policy has
   uint64_t ticks = 0;         // intervals closed
   uint64_t decisions[size_t(Reason::count_)] = {};
+  uint64_t probe_last_path_kept = 0;  // probe downs that left the policy's last list in service
 };
 
 class Engine {
@@ -121,9 +122,10 @@ class Engine {
   bool set_admin(uint16_t path_id, bool up, uint64_t now_ns, std::vector<Decision>& out);
 
   // Path health probes (docs/probing.md): down takes the path out at once (factor 0, like an
-  // explicit down, and may leave a policy without a usable list: the path is broken); up
-  // returns it at factor 1 with its congestion state cleared, unless the controller holds it
-  // down. Appends the decision (none when nothing changed); false when the id is unknown.
+  // explicit down), except the policy's last usable list (no other primary or backup), which
+  // stays in service until another list is back; up returns it at factor 1 with its
+  // congestion state cleared, unless the controller holds it down. Appends the decisions
+  // (none when nothing changed); false when the id is unknown.
   bool set_probe(uint16_t path_id, bool up, uint64_t now_ns, std::vector<Decision>& out);
 
   // Factors of one policy in configuration order (for Gateway::set_path_factors); empty when

@@ -253,5 +253,34 @@ TEST(EngineProbe, DownFailsOverUpReturns) {
   }
 }
 
+// The last usable list of a policy stays in service when its probes fail (sending into a
+// path that may be dead loses nothing more than dropping here; a false alarm costs nothing)
+// and leaves as soon as another list is back.
+TEST(EngineProbe, LastUsableListIsKept) {
+  Engine e;
+  e.set_policies(
+      {{"two", {{"a", 1, 1, false}, {"b", 2, 1, false}}}, {"one", {{"x", 9, 1, false}}}});
+  std::vector<Decision> d;
+  ASSERT_TRUE(e.set_probe(9, false, 10, d));
+  EXPECT_TRUE(d.empty());
+  EXPECT_EQ(e.factors("one"), (std::vector<double>{1.0}));
+  ASSERT_TRUE(e.set_probe(1, false, 20, d));
+  ASSERT_TRUE(e.set_probe(2, false, 30, d));  // the last one of "two": kept
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(e.factors("two"), (std::vector<double>{0.0, 1.0}));
+  EXPECT_EQ(e.counters().probe_last_path_kept, 2u);
+  d.clear();
+  ASSERT_TRUE(e.set_probe(1, true, 40, d));  // a is back: b (still probe-down) goes out
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].path_id, 2);
+  EXPECT_EQ(d[0].reason, Reason::probe_down);
+  EXPECT_EQ(d[1].path_id, 1);
+  EXPECT_EQ(d[1].reason, Reason::probe_up);
+  EXPECT_EQ(e.factors("two"), (std::vector<double>{1.0, 0.0}));
+  d.clear();
+  ASSERT_TRUE(e.set_probe(2, true, 50, d));
+  EXPECT_EQ(e.factors("two"), (std::vector<double>{1.0, 1.0}));
+}
+
 }  // namespace
 }  // namespace srv6gw::engine

@@ -14,6 +14,7 @@
 #include "engine_runner.hpp"
 #include "options.hpp"
 #include "ports.hpp"
+#include "probe_runner.hpp"
 #include "worker.hpp"
 
 namespace srv6gw::app {
@@ -27,6 +28,8 @@ struct App {
   std::unique_ptr<dataplane::Gateway> gateway;
   // Local SR engine; created by the control loop, used on the main lcore under control_mutex.
   std::unique_ptr<EngineRunner> engine;
+  // Path health prober (docs/probing.md); created after the engine it drives, same rules.
+  std::unique_ptr<ProbeRunner> prober;
   // The gRPC agent's event bus (null with --no-agent); set before the control loop starts,
   // cleared under control_mutex before the agent stops.
   agent::EventBus* event_bus = nullptr;

@@ -35,6 +35,8 @@ agent::EventKind kind_of(const engine::Decision& d) {
     case engine::Reason::readmitted:
     case engine::Reason::explicit_down:
     case engine::Reason::explicit_up:
+    case engine::Reason::probe_down:
+    case engine::Reason::probe_up:
       return agent::EventKind::path_state;
     case engine::Reason::congestion:
     case engine::Reason::last_path_kept:
@@ -181,6 +183,14 @@ bool EngineRunner::set_admin(uint16_t path_id, bool up, uint64_t now_ns, bool* c
   return true;
 }
 
+bool EngineRunner::set_probe_state(uint16_t path_id, bool up, uint64_t now_ns) {
+  const size_t before = decisions_.size();
+  if (!engine_.set_probe(path_id, up, now_ns, decisions_)) return false;
+  publish(decisions_, before);
+  decisions_.resize(before);
+  return true;
+}
+
 std::string EngineRunner::report() const {
   const engine::EngineCounters& c = engine_.counters();
   const engine::AttributionCounters& a = attributor_.counters();
@@ -200,10 +210,10 @@ std::string EngineRunner::report() const {
         double(stats_.last_reaction_ns) / 1e3, double(stats_.max_reaction_ns) / 1e3,
         double(stats_.last_engine_ns) / 1e3, double(stats_.max_engine_ns) / 1e3);
   for (const engine::PathView& v : engine_.paths())
-    if (v.factor != 1.0 || v.evidence_total != 0 || v.admin_down)
-      s += fmt::format("engine:   {}/{} (path {}): factor {:.4f} score {:.3f}{}{}\n", v.policy,
+    if (v.factor != 1.0 || v.evidence_total != 0 || v.admin_down || v.probe_down)
+      s += fmt::format("engine:   {}/{} (path {}): factor {:.4f} score {:.3f}{}{}{}\n", v.policy,
                        v.segment_list, v.path_id, v.factor, v.score, v.excluded ? " excluded" : "",
-                       v.admin_down ? " admin-down" : "");
+                       v.admin_down ? " admin-down" : "", v.probe_down ? " probe-down" : "");
   return s;
 }
 
@@ -215,11 +225,11 @@ std::string EngineRunner::json() const {
       "\"cnp_reflected\":{},\"cnp_fallback\":{},\"cnp_unattributed\":{},\"unknown_path\":{},"
       "\"publications\":{},\"publish_errors\":{},\"reactions\":{},\"last_reaction_ns\":{},"
       "\"max_reaction_ns\":{},\"last_engine_ns\":{},\"max_engine_ns\":{},\"busy_ns\":{},"
-      "\"events_published\":{},\"decisions\":{{",
+      "\"events_published\":{},\"probe_last_path_kept\":{},\"decisions\":{{",
       stats_.polls, stats_.events, a.ce_seen, a.cnp_sent, a.cnp_sent_reflected, a.cnp_reflected,
       a.cnp_fallback, a.cnp_unattributed, a.unknown_path, stats_.publishes, stats_.publish_errors,
       stats_.reactions, stats_.last_reaction_ns, stats_.max_reaction_ns, stats_.last_engine_ns,
-      stats_.max_engine_ns, stats_.busy_ns, stats_.events_published);
+      stats_.max_engine_ns, stats_.busy_ns, stats_.events_published, c.probe_last_path_kept);
   for (size_t r = 0; r < size_t(engine::Reason::count_); ++r)
     s += fmt::format("{}\"{}\":{}", r ? "," : "", engine::to_string(engine::Reason(r)),
                      c.decisions[r]);
@@ -228,9 +238,10 @@ std::string EngineRunner::json() const {
   for (const engine::PathView& v : engine_.paths()) {
     s += fmt::format(
         "{}{{\"policy\":\"{}\",\"segment_list\":\"{}\",\"path_id\":{},\"factor\":{:.6f},"
-        "\"score\":{:.6f},\"excluded\":{},\"admin_down\":{},\"evidence\":{}}}",
+        "\"score\":{:.6f},\"excluded\":{},\"admin_down\":{},\"probe_down\":{},"
+        "\"evidence\":{}}}",
         first ? "" : ",", v.policy, v.segment_list, v.path_id, v.factor, v.score, v.excluded,
-        v.admin_down, v.evidence_total);
+        v.admin_down, v.probe_down, v.evidence_total);
     first = false;
   }
   s += "]}";

@@ -36,6 +36,11 @@ class EngineRunner {
   // the path id is unknown; `changed` (optional) tells whether a factor moved.
   bool set_admin(uint16_t path_id, bool up, uint64_t now_ns, bool* changed = nullptr);
 
+  // Path health probes (ProbeRunner): the probes say the path is broken (down) or works
+  // again (up); published at once, streamed as path_state events with reason probe-down /
+  // probe-up. False when the path id is unknown.
+  bool set_probe_state(uint16_t path_id, bool up, uint64_t now_ns);
+
   // Where decisions are streamed as path_weight/path_state events (the gRPC agent's bus);
   // null (--no-agent, or the agent stopping) = logged and counted only. The bus never waits
   // for a watcher: a slow one loses events, the engine loop never stalls.

@@ -188,18 +188,23 @@ void control_loop(App& app) {
       app.engine =
           std::make_unique<EngineRunner>(*app.gateway, app.gateway->running_config().engine);
     app.engine->set_event_bus(app.event_bus);
+    app.prober = std::make_unique<ProbeRunner>(
+        *app.gateway, *app.engine, app.pools.packets_for(app.fabric.socket), app.fabric.mac);
   }
   while (!g_stop.load(std::memory_order_relaxed)) {
     // The local SR engine wants the ring drained about every interval (100 us by default);
     // everything else here is coarse.
     const auto tick = std::min<std::chrono::microseconds>(
-        kControlTick, std::chrono::microseconds(app.engine->tick_interval_us()));
+        {kControlTick, std::chrono::microseconds(app.engine->tick_interval_us()),
+         std::chrono::microseconds(app.prober->tick_interval_us())});
     std::this_thread::sleep_for(tick);
     const auto now = Clock::now();
     {
       std::lock_guard lock(app.control_mutex);
-      app.engine->poll(uint64_t(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count()));
+      const uint64_t now_ns = uint64_t(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count());
+      app.engine->poll(now_ns);
+      app.prober->poll(now_ns);
     }
     if (now >= next_reclaim) {
       std::lock_guard lock(app.control_mutex);
@@ -306,6 +311,11 @@ void print_final(App& app) {
     std::lock_guard lock(app.control_mutex);
     engine_text = app.engine->report();
     engine_json = app.engine->json();
+    if (app.prober) {
+      engine_text += app.prober->report();
+      // The engine's JSON object gains the prober's figures under "probe".
+      engine_json.insert(engine_json.size() - 1, ",\"probe\":" + app.prober->json());
+    }
   }
   std::fputs(final_report(app, s, paths).c_str(), stdout);
   std::fputs(engine_text.c_str(), stdout);
@@ -324,6 +334,7 @@ void tear_down(App& app) {
   }
   for (PortSetup* p : {&app.host, &app.fabric})
     if (!p->name.empty()) stop_and_close(*p);
+  app.prober.reset();   // holds the engine
   app.engine.reset();   // holds the Gateway
   app.gateway.reset();  // after the ports: no mbuf from its header pool is left in a ring
   app.pools.free_all();
@@ -439,6 +450,10 @@ int run(int argc, char** argv) {
       return std::vector<agent::PortCounters>{
           agent::ethdev_port_counters(app.host.port_id, "host", app.host.name),
           agent::ethdev_port_counters(app.fabric.port_id, "fabric", app.fabric.name)};
+    });
+    sink.set_probe_source([] {  // under control_mutex (GatewaySink::stats)
+      return app.running && app.prober ? app.prober->monitor().paths()
+                                       : std::vector<engine::ProbePathView>{};
     });
     std::unique_ptr<agent::Agent> grpc_agent;
     if (agent_opts.enabled) {

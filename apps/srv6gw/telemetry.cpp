@@ -176,6 +176,36 @@ int cmd_paths(const char*, const char* params, rte_tel_data* d) {
   });
 }
 
+// Path health probes (docs/probing.md), keyed by path id like /srv6gw/paths.
+int cmd_probes(const char*, const char*, rte_tel_data* d) {
+  return answer([d](App& app) {
+    rte_tel_data_start_dict(d);
+    if (!app.prober) return 0;
+    unsigned n = 0;
+    for (const engine::ProbePathView& v : app.prober->monitor().paths()) {
+      if (n++ == RTE_TEL_MAX_DICT_ENTRIES) break;
+      rte_tel_data* e = rte_tel_data_alloc();
+      if (!e) return -ENOMEM;
+      rte_tel_data_start_dict(e);
+      rte_tel_data_add_dict_string(e, "policy", clip(v.policy).c_str());
+      rte_tel_data_add_dict_string(e, "segment_list", clip(v.segment_list).c_str());
+      rte_tel_data_add_dict_string(e, "state", engine::to_string(v.state));
+      rte_tel_data_add_dict_u64(e, "last_change_ns", v.last_change_ns);
+      rte_tel_data_add_dict_u64(e, "sent", v.sent);
+      rte_tel_data_add_dict_u64(e, "answered", v.answered);
+      rte_tel_data_add_dict_u64(e, "lost", v.lost);
+      rte_tel_data_add_dict_u64(e, "late", v.late);
+      rte_tel_data_add_dict_u64(e, "consecutive_lost", v.consecutive_lost);
+      rte_tel_data_add_dict_string(e, "loss_ratio", fmt::format("{:.4f}", v.loss_ratio).c_str());
+      rte_tel_data_add_dict_u64(e, "rtt_min_ns", v.rtt_min_ns);
+      rte_tel_data_add_dict_u64(e, "rtt_avg_ns", v.rtt_avg_ns);
+      rte_tel_data_add_dict_u64(e, "rtt_p99_ns", v.rtt_p99_ns);
+      rte_tel_data_add_dict_container(d, std::to_string(v.path_id).c_str(), e, 0);
+    }
+    return 0;
+  });
+}
+
 int cmd_config(const char*, const char*, rte_tel_data* d) {
   return answer([d](App& app) {
     const config::GatewayConfig& c = app.gateway->running_config();
@@ -234,6 +264,9 @@ void register_telemetry(App& app) {
   rte_telemetry_register_cmd("/srv6gw/paths", cmd_paths,
                              "srv6gw packets/bytes per policy segment list. Parameter: "
                              "policy name (optional)");
+  rte_telemetry_register_cmd("/srv6gw/probes", cmd_probes,
+                             "srv6gw path health probes per segment list: state, loss, RTT. "
+                             "No parameters");
   rte_telemetry_register_cmd("/srv6gw/config", cmd_config,
                              "srv6gw running configuration summary. No parameters");
 }

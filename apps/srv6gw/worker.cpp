@@ -108,6 +108,14 @@ int worker_main(void* arg) {
       }
       t0 = rte_rdtsc();
     }
+    // Path health probes waiting for the fabric port (worker 0 only; one ring check). The
+    // buffer holds fewer than kBurstSize here: the host burst flushed it otherwise.
+    if (const uint16_t n_probe =
+            dataplane::take_probe_tx(ctx, &to_fabric.pkts[to_fabric.count], kBurstSize);
+        unlikely(n_probe != 0)) {
+      to_fabric.count = uint16_t(to_fabric.count + n_probe);
+      if (to_fabric.count >= kBurstSize) flush(to_fabric, c.tx_fabric, c.tx_fabric_bytes, c);
+    }
     // Partly filled buffers go out when both RX queues came back empty (nothing more to
     // coalesce: lowest latency at low load) or when the drain period has passed.
     if ((n_host | n_fabric) == 0 || t0 - last_drain >= a.drain_tsc) {

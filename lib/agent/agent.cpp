@@ -630,6 +630,21 @@ struct Agent::Impl final : public v1::Gateway::Service {
       o->set_factor(p.factor);
       o->set_packets(p.packets);
       o->set_bytes(p.bytes);
+      for (const engine::ProbePathView& pv : st.probes) {
+        if (pv.path_id != p.path_id) continue;
+        v1::ProbeStats* ps = o->mutable_probe();
+        ps->set_state(pv.state == engine::ProbeState::up ? v1::PATH_STATE_UP : v1::PATH_STATE_DOWN);
+        ps->set_last_change_ns(pv.last_change_ns);
+        ps->set_sent(pv.sent);
+        ps->set_answered(pv.answered);
+        ps->set_lost(pv.lost);
+        ps->set_late(pv.late);
+        ps->set_loss_ratio(pv.loss_ratio);
+        ps->set_rtt_min_ns(pv.rtt_min_ns);
+        ps->set_rtt_avg_ns(pv.rtt_avg_ns);
+        ps->set_rtt_p99_ns(pv.rtt_p99_ns);
+        ps->set_consecutive_lost(pv.consecutive_lost);
+      }
       policy->set_packets(policy->packets() + p.packets);
       policy->set_bytes(policy->bytes() + p.bytes);
     }

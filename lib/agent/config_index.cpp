@@ -37,6 +37,7 @@ ConfigIndex::ConfigIndex(const config::GatewayConfig& cfg) {
 
 void ConfigIndex::add_policy(const config::Policy& p) {
   policy_users_.emplace(p.name, 0);
+  if (p.probe_sid) probed_policies_.insert(p.name);
   for (const config::SegmentList& sl : p.segment_lists) {
     path_owner_[sl.path_id] = Owner{p.name, sl.name};
     for (const auto& sid : sl.sids) policy_sids_[sid].push_back(Owner{p.name, sl.name});
@@ -44,6 +45,7 @@ void ConfigIndex::add_policy(const config::Policy& p) {
 }
 
 void ConfigIndex::remove_policy(const config::Policy& p) {
+  probed_policies_.erase(p.name);
   for (const config::SegmentList& sl : p.segment_lists) {
     if (auto it = path_owner_.find(sl.path_id);
         it != path_owner_.end() && it->second.policy == p.name)
@@ -211,6 +213,28 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
     if (local_sids_.count(sid) && !removed_local.count(sid) && !after_local.count(sid)) {
       return fail(err(config::local_sid_path(sid),
                       config::local_sid_conflict(sid, owner.policy, owner.segment_list)));
+    }
+  }
+
+  // A probed policy needs a local end-probe SID (where its replies come back), as
+  // config::validate() requires of the whole result.
+  bool probe_sid_after = false;
+  for (const auto& [sid, behavior] : local_sids_) {
+    probe_sid_after |= behavior == srv6::LocalSidBehavior::end_probe && !removed_local.count(sid) &&
+                       !after_local.count(sid);
+  }
+  for (const auto& [sid, ls] : after_local)
+    probe_sid_after |= ls->behavior == srv6::LocalSidBehavior::end_probe;
+  if (!probe_sid_after) {
+    const std::string* needs = nullptr;
+    for (const PolicyDelta& d : delta.policies)
+      if (!needs && d.after && d.after->probe_sid) needs = &d.after->name;
+    for (const std::string& name : probed_policies_)
+      if (!needs && !touched_policies.count(name)) needs = &name;
+    if (needs) {
+      return fail(err(config::policy_path(*needs) + "/probe-sid",
+                      "probe-sid needs a local SID with behavior end-probe on this gateway "
+                      "(where the replies come back)"));
     }
   }
 

@@ -64,6 +64,14 @@ bool from_proto(const v1::SrPolicy& in, config::Policy& out, FieldError& error) 
     }
     out.source = *ip;
   }
+  if (!in.probe_sid().empty()) {
+    auto ip = net::parse_ipv6(in.probe_sid());
+    if (!ip) {
+      return fail(error, "probe_sid", pp + "/probe-sid",
+                  quoted(in.probe_sid()) + " is not an IPv6 address");
+    }
+    out.probe_sid = *ip;
+  }
   switch (in.encap()) {
     case v1::ENCAP_MODE_UNSPECIFIED:
     case v1::ENCAP_MODE_ENCAPS:
@@ -242,6 +250,9 @@ bool from_proto(const v1::LocalSid& in, config::LocalSid& out, FieldError& error
     case v1::LOCAL_SID_BEHAVIOR_END_DX6:
       out.behavior = srv6::LocalSidBehavior::end_dx6;
       break;
+    case v1::LOCAL_SID_BEHAVIOR_END_PROBE:
+      out.behavior = srv6::LocalSidBehavior::end_probe;
+      break;
     default:
       return fail(error, "behavior", config::local_sid_path(*sid) + "/behavior",
                   "unknown behavior " + std::to_string(int(in.behavior())));
@@ -255,6 +266,7 @@ void to_proto(const config::Policy& in, v1::SrPolicy& out) {
   out.set_color(in.color);
   if (in.endpoint) out.set_endpoint(net::to_string(*in.endpoint));
   if (in.source) out.set_source_address(net::to_string(*in.source));
+  if (in.probe_sid) out.set_probe_sid(net::to_string(*in.probe_sid));
   switch (in.encap) {
     case srv6::EncapMode::encaps:
       out.set_encap(v1::ENCAP_MODE_ENCAPS);
@@ -338,6 +350,9 @@ void to_proto(const config::LocalSid& in, v1::LocalSid& out) {
       break;
     case srv6::LocalSidBehavior::end_dt46:
       out.set_behavior(v1::LOCAL_SID_BEHAVIOR_END_DT46);
+      break;
+    case srv6::LocalSidBehavior::end_probe:
+      out.set_behavior(v1::LOCAL_SID_BEHAVIOR_END_PROBE);
       break;
   }
 }

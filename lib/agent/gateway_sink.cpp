@@ -28,6 +28,7 @@ StatsSnapshot GatewaySink::stats() {
   s.workers.reserve(n);
   for (unsigned i = 0; i < n; ++i) s.workers.push_back(gateway_.worker_counters(i));
   s.paths = gateway_.path_stats();
+  if (probes_) s.probes = probes_();
   return s;
 }
 

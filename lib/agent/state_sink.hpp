@@ -14,6 +14,7 @@
 #include "config/model.hpp"
 #include "dataplane/counters.hpp"
 #include "dataplane/pipeline.hpp"
+#include "engine/probe_monitor.hpp"
 
 namespace srv6gw::agent {
 
@@ -28,6 +29,7 @@ struct StatsSnapshot {
   std::vector<PortCounters> ports;
   std::vector<dataplane::WorkerCounters> workers;  // index = worker index
   std::vector<dataplane::Gateway::PathStats> paths;
+  std::vector<engine::ProbePathView> probes;  // probed paths (docs/probing.md); may be empty
 };
 
 class StateSink {
@@ -51,11 +53,17 @@ class GatewaySink final : public StateSink {
               std::function<std::vector<PortCounters>()> ports = {});
   std::optional<config::ConfigError> apply(const config::GatewayConfig& cfg) override;
   StatsSnapshot stats() override;
+  // Where the path health probes' view comes from (the daemon's prober); called under
+  // `control_mutex` by stats(). Unset = no probe statistics.
+  void set_probe_source(std::function<std::vector<engine::ProbePathView>()> probes) {
+    probes_ = std::move(probes);
+  }
 
  private:
   dataplane::Gateway& gateway_;
   std::mutex* control_mutex_;
   std::function<std::vector<PortCounters>()> ports_;
+  std::function<std::vector<engine::ProbePathView>()> probes_;
 };
 
 // rte_eth_stats of one started port (control thread).

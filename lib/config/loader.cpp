@@ -337,6 +337,24 @@ void map_engine(const lyd_node* node, engine::Params& out) {
   });
 }
 
+void map_probe(const lyd_node* node, engine::ProbeParams& out) {
+  for_children(node, [&](const lyd_node* c, std::string_view name) {
+    if (name == "enabled") {
+      out.enabled = as_bool(c);
+    } else if (name == "interval-us") {
+      out.interval_us = as_uint<uint32_t>(c);
+    } else if (name == "timeout-us") {
+      out.timeout_us = as_uint<uint32_t>(c);
+    } else if (name == "loss-threshold") {
+      out.loss_threshold = as_uint<uint32_t>(c);
+    } else if (name == "hold-down-us") {
+      out.hold_down_us = as_uint<uint32_t>(c);
+    } else {
+      fail(c, "unexpected node");
+    }
+  });
+}
+
 void map_capacities(const lyd_node* caps, Capacities& out) {
   for_children(caps, [&](const lyd_node* c, std::string_view name) {
     if (name == "exact-entries") {
@@ -398,6 +416,8 @@ Policy map_policy(const lyd_node* n) {
       p.endpoint = as_ip(c);
     } else if (name == "source-address") {
       p.source = as_ipv6(c);
+    } else if (name == "probe-sid") {
+      p.probe_sid = as_ipv6(c);
     } else if (name == "encap") {
       p.encap = as_encap(c);
     } else if (name == "usid-format") {
@@ -516,6 +536,8 @@ LocalSid map_local_sid(const lyd_node* n) {
         ls.behavior = srv6::LocalSidBehavior::end_dx6;
       } else if (v == "end-dt46") {
         ls.behavior = srv6::LocalSidBehavior::end_dt46;
+      } else if (v == "end-probe") {
+        ls.behavior = srv6::LocalSidBehavior::end_probe;
       } else {
         fail(c, "unknown behavior '" + std::string(v) + "'");
       }
@@ -543,6 +565,8 @@ GatewayConfig map_gateway(const lyd_node* gw) {
       map_capacities(c, cfg.capacities);
     } else if (name == "engine") {
       map_engine(c, cfg.engine);
+    } else if (name == "probe") {
+      map_probe(c, cfg.probe);
     } else if (name == "policies") {
       for_children(
           c, [&](const lyd_node* p, std::string_view) { cfg.policies.push_back(map_policy(p)); });
@@ -704,6 +728,8 @@ const char* behavior_name(srv6::LocalSidBehavior b) {
       return "end-dx6";
     case srv6::LocalSidBehavior::end_dt46:
       return "end-dt46";
+    case srv6::LocalSidBehavior::end_probe:
+      return "end-probe";
   }
   return "unknown";
 }
@@ -830,6 +856,15 @@ void write_config(const GatewayConfig& cfg, JsonWriter& w) {
   w.boolean("reflect", e.reflect);
   w.close_object();
 
+  const engine::ProbeParams& pr = cfg.probe;
+  w.open_object("probe");
+  w.boolean("enabled", pr.enabled);
+  w.number("interval-us", pr.interval_us);
+  w.number("timeout-us", pr.timeout_us);
+  w.number("loss-threshold", pr.loss_threshold);
+  w.number("hold-down-us", pr.hold_down_us);
+  w.close_object();
+
   if (!cfg.policies.empty()) {
     w.open_object("policies");
     w.open_array("policy");
@@ -839,6 +874,7 @@ void write_config(const GatewayConfig& cfg, JsonWriter& w) {
       w.number("color", p.color);
       if (p.endpoint) w.string("endpoint", net::to_string(*p.endpoint));
       if (p.source) w.string("source-address", net::to_string(*p.source));
+      if (p.probe_sid) w.string("probe-sid", net::to_string(*p.probe_sid));
       w.string("encap", encap_name(p.encap));
       w.open_object("usid-format");
       w.number("block-bits", p.usid.block_bits);

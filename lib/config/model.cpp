@@ -86,7 +86,7 @@ bool operator==(const Policy& a, const Policy& b) {
          a.source == b.source && a.encap == b.encap && a.usid.block_bits == b.usid.block_bits &&
          a.usid.usid_bits == b.usid.usid_bits && a.selection == b.selection &&
          a.flowlet_gap_us == b.flowlet_gap_us && a.spray_opcodes == b.spray_opcodes &&
-         a.segment_lists == b.segment_lists;
+         a.segment_lists == b.segment_lists && a.probe_sid == b.probe_sid;
 }
 
 namespace {
@@ -285,6 +285,15 @@ std::optional<ConfigError> check_policy_impl(const GatewayConfig& cfg, const Pol
   if (p.source) {
     if (auto why = bad_unicast(*p.source)) {
       return err(pp + "/source-address", "source-address " + *why);
+    }
+  }
+  // The probe SID's own checks; validate_probes() adds the one on the local SIDs.
+  if (p.probe_sid) {
+    if (auto why = bad_unicast(*p.probe_sid)) return err(pp + "/probe-sid", "probe-sid " + *why);
+    if (!cfg.fabric_nexthop_mac) {
+      return err(pp + "/probe-sid",
+                 "probe-sid needs ports/fabric-nexthop-mac (the gateway sends probes itself: "
+                 "there is no host frame to take the destination MAC from)");
     }
   }
   if (p.encap != srv6::EncapMode::encaps && p.encap != srv6::EncapMode::encaps_red &&
@@ -543,6 +552,7 @@ std::optional<ConfigError> check_local_sid_impl(const LocalSid& ls) {
     case srv6::LocalSidBehavior::end_dx4:
     case srv6::LocalSidBehavior::end_dx6:
     case srv6::LocalSidBehavior::end_dt46:
+    case srv6::LocalSidBehavior::end_probe:
       break;
     default:
       return err(lp + "/behavior", "unknown behavior " + std::to_string(int(ls.behavior)));
@@ -572,6 +582,30 @@ std::optional<ConfigError> validate_local_sids(const GatewayConfig& cfg,
   return std::nullopt;
 }
 
+// Probed policies: the remote's probe SID is a unicast address, and we have what it takes to
+// send probes and receive the replies (docs/probing.md).
+std::optional<ConfigError> validate_probes(const GatewayConfig& cfg) {
+  bool has_local_probe_sid = false;
+  for (const LocalSid& ls : cfg.local_sids)
+    has_local_probe_sid |= ls.behavior == srv6::LocalSidBehavior::end_probe;
+  for (const Policy& p : cfg.policies) {
+    if (!p.probe_sid) continue;
+    const std::string path = policy_path(p.name) + "/probe-sid";
+    if (auto why = bad_unicast(*p.probe_sid)) return err(path, "probe-sid " + *why);
+    if (!has_local_probe_sid) {
+      return err(path,
+                 "probe-sid needs a local SID with behavior end-probe on this gateway "
+                 "(where the replies come back)");
+    }
+    if (!cfg.fabric_nexthop_mac) {
+      return err(path,
+                 "probe-sid needs ports/fabric-nexthop-mac (the gateway sends probes itself: "
+                 "there is no host frame to take the destination MAC from)");
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<ConfigError> validate(const GatewayConfig& cfg) {
@@ -583,8 +617,11 @@ std::optional<ConfigError> validate(const GatewayConfig& cfg) {
   if (auto e = validate_capacities(cfg.capacities)) return e;
   if (auto e = engine::check(cfg.engine))
     return err(std::string(kRoot) + "/engine/" + e->field, e->field + " " + e->message);
+  if (auto e = engine::check(cfg.probe))
+    return err(std::string(kRoot) + "/probe/" + e->field, e->field + " " + e->message);
   std::map<net::Ipv6Addr, Owner> policy_sids;
   if (auto e = validate_policies(cfg, policy_sids)) return e;
+  if (auto e = validate_probes(cfg)) return e;
   if (auto e = validate_steering(cfg)) return e;
   if (auto e = validate_local_sids(cfg, policy_sids)) return e;
   return std::nullopt;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/params.hpp"
+#include "engine/probe_params.hpp"
 #include "net/addr.hpp"
 #include "srv6/decap.hpp"
 #include "srv6/encap.hpp"
@@ -58,6 +59,9 @@ struct Policy {
   uint32_t flowlet_gap_us = 50;
   std::vector<uint8_t> spray_opcodes;  // selective mode: reorder-safe BTH opcodes
   std::vector<SegmentList> segment_lists;
+  // The remote gateway's probe SID (an end-probe local SID there): when set, every segment
+  // list is probed with its last SID replaced by this one (docs/probing.md).
+  std::optional<net::Ipv6Addr> probe_sid;
 };
 bool operator==(const Policy& a, const Policy& b);  // srv6::UsidFormat has no operator==
 
@@ -120,7 +124,8 @@ struct GatewayConfig {
   MissAction fabric_non_sid = MissAction::pass;  // fabric -> host, not one of our SIDs
   uint32_t stats_interval_ms = 1000;             // periodic stats line; 0 = off
   Capacities capacities;
-  engine::Params engine;  // local SR engine (container engine)
+  engine::Params engine;      // local SR engine (container engine)
+  engine::ProbeParams probe;  // path health probing (container probe)
   std::vector<Policy> policies;
   std::vector<SteeringRule> steering;
   std::vector<LocalSid> local_sids;

@@ -25,6 +25,10 @@ const char* to_string(DropReason r) {
       return "tx_full";
     case DropReason::oversize:
       return "oversize";
+    case DropReason::probe_refused:
+      return "probe_refused";
+    case DropReason::probe_ring_full:
+      return "probe_ring_full";
     case DropReason::count_:
       break;
   }

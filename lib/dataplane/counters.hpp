@@ -9,6 +9,7 @@
 
 #include "net/parse.hpp"
 #include "srv6/decap.hpp"
+#include "srv6/probe.hpp"
 
 namespace srv6gw::dataplane {
 
@@ -25,6 +26,8 @@ enum class DropReason : uint8_t {
   header_alloc_failed,  // chained header mbuf could not be allocated
   tx_full,              // the TX queue refused the packet
   oversize,             // frame in more than one mbuf segment (beyond the port MTU): not parsed
+  probe_refused,        // a packet to our end-probe SID that is not a sound probe (probe_status)
+  probe_ring_full,      // a reflected probe or a reply found its ring full
   count_
 };
 const char* to_string(DropReason r);
@@ -47,6 +50,11 @@ struct alignas(64) WorkerCounters {
   uint64_t feedback_events = 0;   // events put on the feedback ring
   uint64_t feedback_dropped = 0;  // events lost because the ring was full (never waited for)
   uint64_t cnp_reflected = 0;     // CNPs we encapsulated with a reflected path id in the Tag
+  // Path health probes (dataplane/probe.hpp).
+  uint64_t probe_reflected = 0;  // requests to our end-probe SID answered in place
+  uint64_t probe_replies = 0;    // replies to our end-probe SID handed to the prober
+  uint64_t probe_tx = 0;         // probes taken from the probe TX ring for the fabric port
+  std::array<uint64_t, size_t(srv6::probe::Status::count_)> probe_status{};
   std::array<uint64_t, size_t(DropReason::count_)> drops{};
   std::array<uint64_t, size_t(net::ParseStatus::count_)> parse_status{};
   std::array<uint64_t, size_t(srv6::DecapStatus::count_)> decap_status{};

@@ -4,6 +4,7 @@
 #include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_malloc.h>
+#include <rte_mbuf.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
@@ -41,6 +42,13 @@ class GatewayImpl final : public Gateway {
     runtime_.reset();
     workers_.clear();
     rte_ring_free(feedback_ring_);
+    // Probes nobody sent: their mbufs go back to the pool before the pool is freed.
+    if (probe_tx_ring_) {
+      void* m = nullptr;
+      while (rte_ring_dequeue(probe_tx_ring_, &m) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
+      rte_ring_free(probe_tx_ring_);
+    }
+    rte_ring_free(probe_reply_ring_);
     rte_free(qsbr_);
   }
 
@@ -64,6 +72,16 @@ class GatewayImpl final : public Gateway {
                std::string("cannot create the engine feedback ring: ") + rte_strerror(rte_errno)};
       return false;
     }
+    const std::string serial = std::to_string(ring_serial.fetch_add(1));
+    probe_tx_ring_ = rte_ring_create(("srv6gw_ptx" + serial).c_str(), kProbeTxRingSize,
+                                     SOCKET_ID_ANY, RING_F_SC_DEQ);
+    probe_reply_ring_ = rte_ring_create_elem(("srv6gw_prx" + serial).c_str(), sizeof(ProbeReply),
+                                             kProbeReplyRingSize, SOCKET_ID_ANY, RING_F_SC_DEQ);
+    if (!probe_tx_ring_ || !probe_reply_ring_) {
+      error = {"/srv6gw:gateway",
+               std::string("cannot create the probe rings: ") + rte_strerror(rte_errno)};
+      return false;
+    }
     const double hz = double(rte_get_tsc_hz());
     reflect_ = std::make_unique<ReflectTable>();
     reflect_->max_age = uint16_t(
@@ -84,6 +102,10 @@ class GatewayImpl final : public Gateway {
       w->feedback_ring = feedback_ring_;
       w->reflect = reflect_.get();
       w->recent_epoch_shift = recent_epoch_shift_;
+      w->probe_tx = probe_tx_ring_;
+      w->probe_tx_drain = i == 0;
+      w->probe_replies = probe_reply_ring_;
+      w->probe_hop_limit.store(cfg.hop_limit, std::memory_order_relaxed);
       workers_.push_back(std::move(w));
     }
     layouts_.resize(runtime_->slot_capacity());
@@ -105,6 +127,7 @@ class GatewayImpl final : public Gateway {
                                              std::optional<config::ConfigError> e) {
     if (!e) {
       reflect_->enabled.store(cfg.engine.reflect, std::memory_order_relaxed);
+      for (auto& w : workers_) w->probe_hop_limit.store(cfg.hop_limit, std::memory_order_relaxed);
       std::lock_guard lock(stats_mutex_);
       refresh_layouts();
     }
@@ -132,6 +155,15 @@ class GatewayImpl final : public Gateway {
 
   unsigned drain_feedback(FeedbackEvent* out, unsigned max) override {
     return rte_ring_sc_dequeue_burst_elem(feedback_ring_, out, sizeof(FeedbackEvent), max, nullptr);
+  }
+
+  unsigned send_probes(rte_mbuf* const* pkts, unsigned n) override {
+    return rte_ring_mp_enqueue_burst(probe_tx_ring_, reinterpret_cast<void* const*>(pkts), n,
+                                     nullptr);
+  }
+
+  unsigned drain_probe_replies(ProbeReply* out, unsigned max) override {
+    return rte_ring_sc_dequeue_burst_elem(probe_reply_ring_, out, sizeof(ProbeReply), max, nullptr);
   }
 
   void recent_paths(const net::IpAddr& local, const net::IpAddr& remote,
@@ -219,6 +251,8 @@ class GatewayImpl final : public Gateway {
   std::vector<std::unique_ptr<WorkerContext>> workers_;
   LearnedMac learned_host_mac_;
   rte_ring* feedback_ring_ = nullptr;      // workers enqueue (MP), the engine dequeues (SC)
+  rte_ring* probe_tx_ring_ = nullptr;      // prober + workers enqueue (MP), worker 0 dequeues
+  rte_ring* probe_reply_ring_ = nullptr;   // workers enqueue (MP), the prober dequeues (SC)
   std::unique_ptr<ReflectTable> reflect_;  // shared by the workers (see feedback.hpp)
   unsigned recent_epoch_shift_ = 24;
   mutable std::mutex stats_mutex_;  // layouts_ and baselines_ (control threads)

@@ -18,6 +18,7 @@
 #include <new>
 
 #include "dataplane/mbuf_span.hpp"
+#include "dataplane/probe.hpp"
 #include "dataplane/worker_context.hpp"
 #include "net/bytes.hpp"
 #include "net/parse.hpp"
@@ -381,6 +382,10 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
       } else {
         drop(c, m, DropReason::non_sid_dropped);
       }
+      continue;
+    }
+    if (unlikely(sid->behavior == srv6::LocalSidBehavior::end_probe)) {
+      handle_probe(w, m, off, now);  // reflected toward the fabric or handed to the prober
       continue;
     }
 

@@ -25,6 +25,7 @@
 #include "config/model.hpp"
 #include "dataplane/counters.hpp"
 #include "dataplane/feedback.hpp"
+#include "dataplane/probe.hpp"
 
 struct rte_mbuf;
 struct rte_mempool;
@@ -117,6 +118,14 @@ class Gateway {
   // Control thread; reads the workers' tables racily by design.
   virtual void recent_paths(const net::IpAddr& local, const net::IpAddr& remote,
                             std::vector<RecentUse>& uses) const = 0;
+
+  // ---- Path health probes (dataplane/probe.hpp) ----
+  // Hands probe frames (Ethernet onward, one segment each) to worker 0 for the fabric port.
+  // Returns how many were taken; the caller still owns (and frees) the rest. Control thread.
+  virtual unsigned send_probes(rte_mbuf* const* pkts, unsigned n) = 0;
+  // Moves up to `max` probe replies the workers received into `out`. Single consumer (the
+  // prober on the main lcore).
+  virtual unsigned drain_probe_replies(ProbeReply* out, unsigned max) = 0;
 };
 
 // Worker API. `pkts` is the burst received on one port. Packets to transmit on the other port

@@ -60,6 +60,15 @@ struct alignas(64) WorkerContext {
   rte_ring* feedback_ring = nullptr;
   ReflectTable* reflect = nullptr;
   unsigned recent_epoch_shift = 24;  // recent-path epoch = 2^shift TSC cycles (~5 ms)
+  // Path health probes (dataplane/probe.hpp), owned by the Gateway: the mbuf ring toward the
+  // fabric (the prober and every worker enqueue, the worker with probe_tx_drain dequeues)
+  // and the reply ring (workers enqueue, the prober dequeues).
+  rte_ring* probe_tx = nullptr;
+  bool probe_tx_drain = false;  // worker 0
+  rte_ring* probe_replies = nullptr;
+  // Outer hop limit of reflected probes (configuration hop-limit): written by the control
+  // thread on apply, read by the workers on a probe.
+  std::atomic<uint8_t> probe_hop_limit{64};
 
   // Worker-private.
   uint64_t last_learned_host_mac = 0;  // what this worker last stored (avoids shared writes)

@@ -23,6 +23,10 @@ const char* to_string(Reason r) {
       return "explicit-down";
     case Reason::explicit_up:
       return "explicit-up";
+    case Reason::probe_down:
+      return "probe-down";
+    case Reason::probe_up:
+      return "probe-up";
     case Reason::count_:
       break;
   }
@@ -116,6 +120,7 @@ void Engine::close_interval(uint64_t now, uint64_t quiet_intervals, std::vector<
       const double evidence = p.evidence;
       p.evidence = 0.0;
       if (p.admin_down) continue;  // the controller owns this path until it says up
+      if (p.probe_down) continue;  // broken: probes bring it back, not the algorithm
       const uint64_t hold_down = std::max(p.hold_down_ns, base_hold_down);
       if (evidence > 0.0) {
         // Congested again soon after we raised it: back off before raising it again.
@@ -207,6 +212,10 @@ bool Engine::set_admin(uint16_t path_id, bool up, uint64_t now_ns, std::vector<D
     }
     return true;
   }
+  if (p.probe_down) {  // the controller's up does not override broken probes
+    p.admin_down = false;
+    return true;
+  }
   const bool was = p.admin_down || p.excluded || p.factor != 1.0;
   p.admin_down = false;
   p.excluded = false;
@@ -218,6 +227,46 @@ bool Engine::set_admin(uint16_t path_id, bool up, uint64_t now_ns, std::vector<D
   p.last_increase_ns = 0;
   p.hold_down_ns = 0;
   if (was) change(pol, p, 1.0, Reason::explicit_up, now_ns, out);
+  return true;
+}
+
+bool Engine::set_probe(uint16_t path_id, bool up, uint64_t now_ns, std::vector<Decision>& out) {
+  auto it = by_id_.find(path_id);
+  if (it == by_id_.end()) return false;
+  PolicyState& pol = policies_[it->second.policy];
+  PathState& p = pol.paths[it->second.path];
+  if (!up) {
+    if (p.probe_down) return true;
+    p.probe_down = true;
+    p.excluded = false;
+    // The policy's last usable list (no other primary, no backup) stays in service: sending
+    // into a path that may be dead loses nothing more than dropping here, and a false alarm
+    // (probes delayed, not lost) then costs nothing. It goes out once another list is back.
+    bool other_usable = false;
+    for (const PathState& o : pol.paths)
+      if (&o != &p && usable(o)) other_usable = true;
+    if (!other_usable) {
+      ++counters_.probe_last_path_kept;
+      return true;
+    }
+    if (p.factor != 0.0) change(pol, p, 0.0, Reason::probe_down, now_ns, out);
+    return true;
+  }
+  if (!p.probe_down) return true;
+  p.probe_down = false;
+  // Lists kept in service only because they were the last ones leave now.
+  for (PathState& o : pol.paths)
+    if (&o != &p && o.probe_down && o.factor != 0.0 && (!p.admin_down && p.weight > 0))
+      change(pol, o, 0.0, Reason::probe_down, now_ns, out);
+  if (p.admin_down) return true;  // the controller still holds it down
+  p.excluded = false;
+  p.score = 0.0;
+  p.evidence = 0.0;
+  p.ever_congested = false;
+  p.last_decrease_ns = 0;
+  p.last_increase_ns = 0;
+  p.hold_down_ns = 0;
+  if (p.factor != 1.0) change(pol, p, 1.0, Reason::probe_up, now_ns, out);
   return true;
 }
 
@@ -235,7 +284,7 @@ std::vector<PathView> Engine::paths() const {
   for (const PolicyState& pol : policies_)
     for (const PathState& p : pol.paths)
       v.push_back(PathView{pol.name, p.name, p.path_id, p.factor, p.score, p.excluded, p.admin_down,
-                           uint64_t(std::llround(p.evidence_total))});
+                           p.probe_down, uint64_t(std::llround(p.evidence_total))});
   return v;
 }
 

@@ -52,6 +52,8 @@ enum class Reason : uint8_t {
   recovery,        // additive increase after hold-down
   explicit_down,   // controller
   explicit_up,     // controller
+  probe_down,      // path health probes lost (docs/probing.md)
+  probe_up,        // probes answered again for the probe hold-down
   count_
 };
 const char* to_string(Reason r);
@@ -85,6 +87,7 @@ struct PathView {
   uint16_t path_id = 0;
   double factor = 1.0, score = 0.0;
   bool excluded = false, admin_down = false;
+  bool probe_down = false;      // path health probes say it is broken
   uint64_t evidence_total = 0;  // events attributed (rounded), for stats
 };
 
@@ -93,6 +96,7 @@ struct EngineCounters {
   uint64_t unknown_path = 0;  // evidence for a path id no policy has
   uint64_t ticks = 0;         // intervals closed
   uint64_t decisions[size_t(Reason::count_)] = {};
+  uint64_t probe_last_path_kept = 0;  // probe downs that left the policy's last list in service
 };
 
 class Engine {
@@ -119,6 +123,13 @@ class Engine {
   // Appends the decision (none when nothing changed); false when the id is unknown.
   bool set_admin(uint16_t path_id, bool up, uint64_t now_ns, std::vector<Decision>& out);
 
+  // Path health probes (docs/probing.md): down takes the path out at once (factor 0, like an
+  // explicit down), except the policy's last usable list (no other primary or backup), which
+  // stays in service until another list is back; up returns it at factor 1 with its
+  // congestion state cleared, unless the controller holds it down. Appends the decisions
+  // (none when nothing changed); false when the id is unknown.
+  bool set_probe(uint16_t path_id, bool up, uint64_t now_ns, std::vector<Decision>& out);
+
   // Factors of one policy in configuration order (for Gateway::set_path_factors); empty when
   // the policy is unknown.
   std::vector<double> factors(const std::string& policy) const;
@@ -139,6 +150,7 @@ class Engine {
     double evidence_total = 0.0;
     bool excluded = false;
     bool admin_down = false;
+    bool probe_down = false;
     bool ever_congested = false;
     uint64_t last_congestion_ns = 0;
     uint64_t last_decrease_ns = 0;
@@ -154,7 +166,9 @@ class Engine {
   void close_interval(uint64_t at_ns, uint64_t quiet_intervals, std::vector<Decision>& out);
   void change(PolicyState& pol, PathState& path, double factor, Reason r, uint64_t now,
               std::vector<Decision>& out);
-  static bool usable(const PathState& p) { return p.weight > 0 && p.factor > 0 && !p.admin_down; }
+  static bool usable(const PathState& p) {
+    return p.weight > 0 && p.factor > 0 && !p.admin_down && !p.probe_down;
+  }
 
   Params params_;
   std::vector<PolicyState> policies_;

@@ -14,6 +14,8 @@ const char* to_string(LocalSidBehavior b) {
       return "end_dx6";
     case LocalSidBehavior::end_dt46:
       return "end_dt46";
+    case LocalSidBehavior::end_probe:
+      return "end_probe";
   }
   return "unknown";
 }
@@ -89,6 +91,8 @@ inline void set_ipv6_ecn(uint8_t* ip, uint8_t ecn) {
 
 DecapStatus decap(std::span<uint8_t> outer, LocalSidBehavior behavior, DecapResult& result) {
   result = DecapResult{};
+  // Probes are reflected or handed to the prober, never decapsulated toward the host.
+  if (SRV6GW_UNLIKELY(behavior == LocalSidBehavior::end_probe)) return DecapStatus::bad_next_header;
   uint8_t* p = outer.data();
   const size_t len = outer.size();
   if (SRV6GW_UNLIKELY(len < kIpv6HeaderLen)) return DecapStatus::truncated_outer;

@@ -10,7 +10,10 @@
 
 namespace srv6gw::srv6 {
 
-enum class LocalSidBehavior : uint8_t { end_dx4, end_dx6, end_dt46 };
+// end_probe: our own behaviour for path health probes (srv6/probe.hpp, docs/probing.md): a
+// request is reflected back along its return list, a reply is handed to the prober. decap()
+// refuses it (bad_next_header): probes are never decapsulated toward the host.
+enum class LocalSidBehavior : uint8_t { end_dx4, end_dx6, end_dt46, end_probe };
 const char* to_string(LocalSidBehavior b);
 
 enum class DecapStatus : uint8_t {

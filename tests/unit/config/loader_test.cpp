@@ -323,6 +323,28 @@ TEST(Loader, EngineParametersMapAndRoundTrip) {
   EXPECT_EQ(ok(again), c);
 }
 
+TEST(Loader, ProbeParametersMapAndRoundTrip) {
+  const std::string json = minimal_with(R"("source-address")", R"("probe": {
+      "enabled": false, "interval-us": 2000, "timeout-us": 9000, "loss-threshold": 5,
+      "hold-down-us": 250000},
+    "source-address")");
+  auto r = load_config_json(json);
+  const GatewayConfig& c = ok(r);
+  engine::ProbeParams want;
+  want.enabled = false;
+  want.interval_us = 2000;
+  want.timeout_us = 9000;
+  want.loss_threshold = 5;
+  want.hold_down_us = 250000;
+  EXPECT_EQ(c.probe, want);
+  auto again = load_config_json(to_json(c));
+  EXPECT_EQ(ok(again), c);
+  // Out of the module's range: libyang names the leaf.
+  ConfigError e = refused(load_config_json(
+      minimal_with(R"("source-address")", R"("probe": {"loss-threshold": 0}, "source-address")")));
+  EXPECT_NE(e.path.find("/probe/loss-threshold"), std::string::npos) << e.path << ": " << e.message;
+}
+
 TEST(Loader, EngineCrossFieldRulesComeFromValidate) {
   // Valid YANG, but no hysteresis: readmission at or above the exclusion threshold.
   const std::string json = minimal_with(

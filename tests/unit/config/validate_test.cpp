@@ -383,10 +383,50 @@ const Case kCases[] = {
      kLocal + "/local-sid[sid='fc00:0:1::d6']/behavior", "unknown behavior"},
     {"local_sids_over_capacity", [](auto& c) { c.capacities.local_sids = 2; },
      kLocal + "/local-sid[sid='fc00:0:1::100']", "capacities/local-sids (2)"},
+
+    // Path health probes (docs/probing.md).
+    {"probe_interval", [](auto& c) { c.probe.interval_us = 50; },
+     "/srv6gw:gateway/probe/interval-us", "100..10000000"},
+    {"probe_loss_threshold", [](auto& c) { c.probe.loss_threshold = 0; },
+     "/srv6gw:gateway/probe/loss-threshold", "1..1000"},
+    {"probe_timeout_vs_interval",
+     [](auto& c) {
+       c.probe.interval_us = 100;
+       c.probe.timeout_us = 200000;
+     },
+     "/srv6gw:gateway/probe/timeout-us", "in flight"},
+    {"probe_sid_without_local_probe_sid",
+     [](auto& c) {
+       c.fabric_nexthop_mac = net::MacAddr{};
+       c.policies[0].probe_sid = v6("fc00:0:2::f");
+     },
+     kP1 + "/probe-sid", "behavior end-probe"},
+    {"probe_sid_without_nexthop_mac",
+     [](auto& c) {
+       c.local_sids.push_back({v6("fc00:0:1::f"), srv6::LocalSidBehavior::end_probe});
+       c.policies[0].probe_sid = v6("fc00:0:2::f");
+     },
+     kP1 + "/probe-sid", "fabric-nexthop-mac"},
+    {"probe_sid_multicast",
+     [](auto& c) {
+       c.local_sids.push_back({v6("fc00:0:1::f"), srv6::LocalSidBehavior::end_probe});
+       c.fabric_nexthop_mac = net::MacAddr{};
+       c.policies[0].probe_sid = v6("ff02::1");
+     },
+     kP1 + "/probe-sid", "probe-sid"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Rules, ValidateRefuses, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Validate, AcceptsAProbedPolicy) {
+  GatewayConfig c = base();
+  c.local_sids.push_back({v6("fc00:0:1::f"), srv6::LocalSidBehavior::end_probe});
+  c.fabric_nexthop_mac = net::MacAddr{};
+  c.policies[0].probe_sid = v6("fc00:0:2::f");
+  auto e = validate(c);
+  EXPECT_FALSE(e) << e->path << ": " << e->message;
+}
 
 // Things that look odd but are legitimate must stay accepted.
 TEST(Validate, AcceptsEdgeCases) {

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "probe_runner.hpp"
+
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <set>
+
+#include "net/bytes.hpp"
+#include "policy/runtime.hpp"
+#include "srv6/probe.hpp"
+
+namespace srv6gw::app {
+
+namespace {
+
+constexpr unsigned kReplyBatch = 256;
+constexpr uint16_t kEthLen = 14;
+constexpr uint16_t kEthTypeIpv6 = 0x86DD;
+
+uint64_t steady_ns() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count());
+}
+
+}  // namespace
+
+ProbeRunner::ProbeRunner(dataplane::Gateway& gw, EngineRunner& engine, rte_mempool* pool,
+                         const net::MacAddr& fabric_port_mac)
+    : gw_(gw),
+      engine_(engine),
+      pool_(pool),
+      fabric_port_mac_(fabric_port_mac),
+      ns_per_tsc_(1e9 / double(rte_get_tsc_hz())),
+      replies_(kReplyBatch) {
+  sync();
+}
+
+void ProbeRunner::sync() {
+  synced_generation_ = gw_.runtime().view()->generation;
+  const config::GatewayConfig& cfg = gw_.running_config();
+  monitor_.set_params(cfg.probe);
+  nexthop_mac_ = cfg.fabric_nexthop_mac.value_or(net::MacAddr{});
+  hop_limit_ = cfg.hop_limit;
+  std::optional<net::Ipv6Addr> local_probe_sid;
+  for (const config::LocalSid& ls : cfg.local_sids)
+    if (ls.behavior == srv6::LocalSidBehavior::end_probe) {
+      local_probe_sid = ls.sid;
+      break;
+    }
+  std::set<uint16_t> was_down;
+  for (const engine::ProbePathView& v : monitor_.paths())
+    if (v.state == engine::ProbeState::down) was_down.insert(v.path_id);
+
+  probed_.clear();
+  std::vector<engine::ProbePathSpec> specs;
+  if (cfg.probe.enabled && local_probe_sid && cfg.fabric_nexthop_mac) {
+    for (const config::Policy& p : cfg.policies) {
+      if (!p.probe_sid) continue;
+      for (const config::SegmentList& sl : p.segment_lists) {
+        // The segment list ends at the remote's decapsulation SID: the probe goes over the
+        // same transit SIDs to the remote's probe SID instead, and back over them reversed.
+        Probed pr;
+        pr.path_id = sl.path_id;
+        pr.source = p.source.value_or(cfg.source);
+        pr.segments.assign(sl.sids.begin(), sl.sids.end() - 1);
+        pr.segments.push_back(*p.probe_sid);
+        pr.returns.assign(sl.sids.rbegin() + 1, sl.sids.rend());
+        pr.returns.push_back(*local_probe_sid);
+        probed_.push_back(std::move(pr));
+        specs.push_back({p.name, sl.name, sl.path_id});
+        was_down.erase(sl.path_id);
+      }
+    }
+  }
+  monitor_.set_paths(specs);
+  // Paths no longer probed (probing turned off, probe-sid removed) must not stay down on the
+  // word of probes nobody sends any more.
+  for (uint16_t id : was_down) engine_.set_probe_state(id, true, steady_ns());
+}
+
+uint32_t ProbeRunner::tick_interval_us() const {
+  if (probed_.empty()) return 10000;
+  const engine::ProbeParams& p = monitor_.params();
+  return std::clamp<uint32_t>(std::min(p.interval_us, p.timeout_us) / 2, 100, 10000);
+}
+
+void ProbeRunner::send_all(uint64_t now_ns) {
+  rte_mbuf* batch[64];
+  unsigned n = 0;
+  auto flush = [&] {
+    const unsigned taken = gw_.send_probes(batch, n);
+    stats_.sent += taken;
+    for (unsigned i = taken; i < n; ++i) rte_pktmbuf_free(batch[i]);
+    stats_.ring_full += n - taken;
+    n = 0;
+  };
+  for (const Probed& pr : probed_) {
+    uint32_t seq = 0;
+    if (!monitor_.next_seq(pr.path_id, now_ns, seq)) continue;
+    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+    if (!m) {
+      ++stats_.alloc_failed;
+      continue;
+    }
+    const size_t len = srv6::probe::request_len(pr.segments.size(), pr.returns.size());
+    auto* frame = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, uint16_t(kEthLen + len)));
+    if (!frame) {
+      rte_pktmbuf_free(m);
+      ++stats_.alloc_failed;
+      continue;
+    }
+    std::memcpy(frame, nexthop_mac_.bytes.data(), 6);
+    std::memcpy(frame + 6, fabric_port_mac_.bytes.data(), 6);
+    net::store_be16(frame + 12, kEthTypeIpv6);
+    srv6::probe::RequestSpec spec;
+    spec.source = pr.source;
+    spec.segments = pr.segments;
+    spec.return_segments = pr.returns;
+    spec.hop_limit = hop_limit_;
+    srv6::probe::Fields f;
+    f.path_id = pr.path_id;
+    f.seq = seq;
+    f.tx_time = rte_rdtsc();
+    size_t built = 0;
+    if (srv6::probe::build_request(spec, f, std::span<uint8_t>(frame + kEthLen, len), built) !=
+        srv6::probe::Status::ok) {
+      // Cannot happen for a validated configuration (1..16 SIDs each way).
+      rte_pktmbuf_free(m);
+      ++stats_.alloc_failed;
+      continue;
+    }
+    batch[n++] = m;
+    if (n == std::size(batch)) flush();
+  }
+  if (n) flush();
+}
+
+void ProbeRunner::drain_replies(uint64_t now_ns) {
+  for (;;) {
+    const unsigned n = gw_.drain_probe_replies(replies_.data(), kReplyBatch);
+    stats_.replies += n;
+    for (unsigned i = 0; i < n; ++i) {
+      const dataplane::ProbeReply& r = replies_[i];
+      if (r.rx_tsc < r.tx_time) {
+        ++stats_.clock_skew;
+        continue;
+      }
+      const uint64_t rtt_ns = uint64_t(double(r.rx_tsc - r.tx_time) * ns_per_tsc_);
+      monitor_.on_reply(r.path_id, r.seq, rtt_ns, now_ns);
+    }
+    if (n < kReplyBatch) break;
+  }
+}
+
+void ProbeRunner::poll(uint64_t now_ns) {
+  const uint64_t t0 = steady_ns();
+  ++stats_.polls;
+  if (gw_.runtime().view()->generation != synced_generation_) sync();
+  drain_replies(now_ns);
+  if (!probed_.empty()) {
+    const uint64_t interval = uint64_t(monitor_.params().interval_us) * 1000;
+    if (now_ns >= next_send_ns_) {
+      send_all(now_ns);
+      // Keep the cadence; after a stall, restart it instead of sending a burst of catch-ups.
+      next_send_ns_ =
+          next_send_ns_ + interval > now_ns ? next_send_ns_ + interval : now_ns + interval;
+    }
+  }
+  monitor_.tick(now_ns, transitions_);
+  for (const engine::ProbeTransition& t : transitions_) {
+    if (t.to == engine::ProbeState::down) {
+      spdlog::warn(
+          "probe: policy {} segment-list {} (path {}) down: {} consecutive probes lost "
+          "(timeout {} us)",
+          t.policy, t.segment_list, t.path_id, t.consecutive_lost, monitor_.params().timeout_us);
+    } else {
+      spdlog::info("probe: policy {} segment-list {} (path {}) up: probes answered for {} us",
+                   t.policy, t.segment_list, t.path_id, monitor_.params().hold_down_us);
+    }
+    engine_.set_probe_state(t.path_id, t.to == engine::ProbeState::up, now_ns);
+  }
+  transitions_.clear();
+  stats_.busy_ns += steady_ns() - t0;
+}
+
+std::string ProbeRunner::report() const {
+  const engine::ProbeMonitorCounters& c = monitor_.counters();
+  std::string s = fmt::format(
+      "probe: {} paths, {} probes sent ({} not sent: {} no mbuf, {} ring full), {} replies "
+      "({} unknown path, {} unknown sequence), {} down / {} up transitions\n",
+      probed_.size(), stats_.sent, stats_.alloc_failed + stats_.ring_full, stats_.alloc_failed,
+      stats_.ring_full, stats_.replies, c.unknown_path, c.unknown_seq, c.transitions_down,
+      c.transitions_up);
+  for (const engine::ProbePathView& v : monitor_.paths())
+    s += fmt::format(
+        "probe:   {}/{} (path {}): {} sent {} answered {} lost {} late {} loss {:.3f} "
+        "rtt min/avg/p99 {:.1f}/{:.1f}/{:.1f} us\n",
+        v.policy, v.segment_list, v.path_id, engine::to_string(v.state), v.sent, v.answered, v.lost,
+        v.late, v.loss_ratio, double(v.rtt_min_ns) / 1e3, double(v.rtt_avg_ns) / 1e3,
+        double(v.rtt_p99_ns) / 1e3);
+  return s;
+}
+
+std::string ProbeRunner::json() const {
+  const engine::ProbeMonitorCounters& c = monitor_.counters();
+  std::string s = fmt::format(
+      "{{\"polls\":{},\"sent\":{},\"alloc_failed\":{},\"ring_full\":{},\"replies\":{},"
+      "\"clock_skew\":{},\"unknown_path\":{},\"unknown_seq\":{},\"transitions_down\":{},"
+      "\"transitions_up\":{},\"busy_ns\":{},\"paths\":[",
+      stats_.polls, stats_.sent, stats_.alloc_failed, stats_.ring_full, stats_.replies,
+      stats_.clock_skew, c.unknown_path, c.unknown_seq, c.transitions_down, c.transitions_up,
+      stats_.busy_ns);
+  bool first = true;
+  for (const engine::ProbePathView& v : monitor_.paths()) {
+    s += fmt::format(
+        "{}{{\"policy\":\"{}\",\"segment_list\":\"{}\",\"path_id\":{},\"state\":\"{}\","
+        "\"last_change_ns\":{},\"sent\":{},\"answered\":{},\"lost\":{},\"late\":{},"
+        "\"consecutive_lost\":{},\"loss_ratio\":{:.6f},\"rtt_samples\":{},\"rtt_min_ns\":{},"
+        "\"rtt_avg_ns\":{},\"rtt_p99_ns\":{},\"rtt_last_ns\":{}}}",
+        first ? "" : ",", v.policy, v.segment_list, v.path_id, engine::to_string(v.state),
+        v.last_change_ns, v.sent, v.answered, v.lost, v.late, v.consecutive_lost, v.loss_ratio,
+        v.rtt_samples, v.rtt_min_ns, v.rtt_avg_ns, v.rtt_p99_ns, v.rtt_last_ns);
+    first = false;
+  }
+  s += "]}";
+  return s;
+}
+
+}  // namespace srv6gw::app

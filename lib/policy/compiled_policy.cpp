@@ -97,43 +97,6 @@ void compute_selection(CompiledPolicy& cp,
     --count[best];
     --assigned;
   }
-  if (previous) {
-    std::array<int, kMaxPaths> position;  // path index -> active position, -1 = inactive
-    position.fill(-1);
-    for (unsigned i = 0; i < cp.active_count; ++i) position[cp.active[i]] = int(i);
-    std::array<uint32_t, kMaxPaths> kept{};
-    std::array<uint16_t, kBuckets> free_buckets;
-    unsigned n_free = 0;
-    for (unsigned b = 0; b < kBuckets; ++b) {
-      const uint8_t path = (*previous)[b];
-      const int pos = path < kMaxPaths ? position[path] : -1;
-      if (pos >= 0 && kept[unsigned(pos)] < count[unsigned(pos)]) {
-        ++kept[unsigned(pos)];
-        cp.buckets[b] = path;
-      } else {
-        free_buckets[n_free++] = uint16_t(b);
-      }
-    }
-    // The freed buckets go to the lists short of their count, dealt by SWRR over the
-    // shortfalls so that each list's new buckets are spread over the table.
-    std::array<int64_t, kMaxPaths> deficit{}, current{};
-    for (unsigned i = 0; i < cp.active_count; ++i) deficit[i] = int64_t(count[i] - kept[i]);
-    for (unsigned k = 0; k < n_free; ++k) {
-      unsigned best = 0;
-      int64_t best_value = INT64_MIN;
-      for (unsigned i = 0; i < cp.active_count; ++i) {
-        if (deficit[i] == 0) continue;
-        current[i] += deficit[i];
-        if (current[i] > best_value) {
-          best_value = current[i];
-          best = i;
-        }
-      }
-      current[best] -= int64_t(n_free);
-      cp.buckets[free_buckets[k]] = cp.active[best];
-    }
-    return;
-  }
   std::array<int64_t, kMaxPaths> current{};
   for (unsigned b = 0; b < kBuckets; ++b) {
     unsigned best = 0;
@@ -147,6 +110,62 @@ void compute_selection(CompiledPolicy& cp,
     }
     current[best] -= kBuckets;
     cp.buckets[b] = cp.active[best];
+  }
+  if (!previous) return;
+
+  // A factor-only rebuild moves only the flows it must (each list keeps min(old, new count)
+  // of its buckets), and among the choices it prefers the fresh table just dealt: a list
+  // keeps the buckets the fresh table gives it, and gets back those first. So a list that
+  // taken out and put back takes back exactly the flows it had (traffic returns to the
+  // restored path). After longer sequences minimal movement wins over the fresh table.
+  const std::array<uint8_t, kBuckets> fresh_table = cp.buckets;
+  std::array<int, kMaxPaths> position;  // path index -> active position, -1 = inactive
+  position.fill(-1);
+  for (unsigned i = 0; i < cp.active_count; ++i) position[cp.active[i]] = int(i);
+  std::array<uint32_t, kMaxPaths> kept{};
+  std::array<bool, kBuckets> decided{};
+  for (int pass = 0; pass < 2; ++pass) {
+    for (unsigned b = 0; b < kBuckets; ++b) {
+      if (decided[b]) continue;
+      const uint8_t path = (*previous)[b];
+      const int pos = path < kMaxPaths ? position[path] : -1;
+      if (pos < 0 || kept[unsigned(pos)] >= count[unsigned(pos)]) continue;
+      if (pass == 0 && fresh_table[b] != path) continue;
+      ++kept[unsigned(pos)];
+      cp.buckets[b] = path;
+      decided[b] = true;
+    }
+  }
+  std::array<int64_t, kMaxPaths> deficit{};
+  for (unsigned i = 0; i < cp.active_count; ++i) deficit[i] = int64_t(count[i] - kept[i]);
+  // Freed buckets: to the list the fresh table names while it is short, ...
+  std::array<uint16_t, kBuckets> free_buckets;
+  unsigned n_free = 0;
+  for (unsigned b = 0; b < kBuckets; ++b) {
+    if (decided[b]) continue;
+    const int pos = position[fresh_table[b]];
+    if (pos >= 0 && deficit[unsigned(pos)] > 0) {
+      --deficit[unsigned(pos)];
+      cp.buckets[b] = fresh_table[b];
+    } else {
+      free_buckets[n_free++] = uint16_t(b);
+    }
+  }
+  // ... the rest dealt by SWRR over the remaining shortfalls, spread over the table.
+  std::array<int64_t, kMaxPaths> current_short{};
+  for (unsigned k = 0; k < n_free; ++k) {
+    unsigned best = 0;
+    int64_t best_value = INT64_MIN;
+    for (unsigned i = 0; i < cp.active_count; ++i) {
+      if (deficit[i] == 0) continue;
+      current_short[i] += deficit[i];
+      if (current_short[i] > best_value) {
+        best_value = current_short[i];
+        best = i;
+      }
+    }
+    current_short[best] -= int64_t(n_free);
+    cp.buckets[free_buckets[k]] = cp.active[best];
   }
 }
 

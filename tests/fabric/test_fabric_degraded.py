@@ -46,8 +46,11 @@ def main():
     problems = []
     if healthy["received"] < 300:
         problems.append(f"too little traffic reached host B ({healthy['received']} frames)")
-    if degraded["ce_fraction"] <= 0 or degraded["cnps"] == 0:
-        problems.append("no CE-marked frame reached host B after the degradation")
+    # The marking itself is shown by the run without the engine: with the engine, traffic
+    # may leave the path before the measured phase starts (a quiet machine reacts within
+    # a millisecond), so CE there can rightly be 0; the loop is shown by the reflections.
+    if hashed["ce_fraction"] <= 0 or hashed["cnps"] == 0:
+        problems.append("no CE-marked frame reached host B on the degraded link (engine off)")
     if not v["reflected_by_B"]:
         problems.append("gB reflected no path id into a CNP")
     if not eng.get("cnp_reflected"):

@@ -141,6 +141,25 @@ TEST(Selection, FactorChangesMoveOnlyTheFlowsTheyMust) {
   }
 }
 
+// A list taken out and put back takes back exactly the flows it had: the table is the fresh
+// one again (traffic returns to a restored path, issue 6 acceptance 2). After longer
+// sequences minimal movement wins: a list keeps the flows it was given meanwhile.
+TEST(Selection, RestoredFactorsGiveBackTheOriginalTable) {
+  auto p = compile(weighted(SelectionMode::flow, {1, 1, 1}));
+  config::ConfigError err;
+  auto down = with_factors(*p, std::vector<double>{0.0, 1.0, 1.0}, err);
+  ASSERT_NE(down, nullptr) << err.message;
+  auto back = with_factors(*down, std::vector<double>{1.0, 1.0, 1.0}, err);
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(back->buckets, p->buckets);
+  // And each step still moved only the flows it had to: list 0's buckets went away whole.
+  for (unsigned b = 0; b < kBuckets; ++b) {
+    if (p->buckets[b] != 0) {
+      EXPECT_EQ(down->buckets[b], p->buckets[b]) << b;
+    }
+  }
+}
+
 TEST(Selection, FlowModeIsStickyAndSpreadsByWeight) {
   auto p = compile(weighted(SelectionMode::flow, {3, 1}));
   SelectorState st(1);

@@ -213,3 +213,69 @@ def tshark_fields(pcap, fields, display_filter=None):
 
 def pcap_count(pcap):
     return len(tshark_fields(pcap, ["frame.number"]))
+
+
+CTL = os.environ.get("SRV6GW_CTL") or os.path.join(os.path.dirname(BIN), "..", "srv6gw-ctl",
+                                                    "srv6gw-ctl")
+
+
+class AgentGateway:
+    """The daemon with its gRPC agent on a unix socket, host port replaying `host_pcap`
+    forever, fabric port net_null; its output is collected; ctl() runs srv6gw-ctl."""
+
+    def __init__(self, name, work, config, host_pcap, agent_state="none"):
+        import threading
+        self.name = name
+        self.sock = os.path.join(work, f"{name}.sock")
+        self.stats_json = os.path.join(work, f"{name}-stats.json")
+        eal = eal_args(unique_prefix(name), [
+            f"net_pcap0,rx_pcap={host_pcap},infinite_rx=1", "net_null0,no-rx=1"])
+        self.proc = start(eal, [
+            "--config", config, "--host-port", "net_pcap0", "--fabric-port", "net_null0",
+            "--stats-interval", "0", "--stats-json", self.stats_json,
+            "--agent-listen", "unix:" + self.sock, "--agent-state", agent_state],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.log = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                self._reader.join(5)
+                self.fail(f"gateway exited with {self.proc.returncode} at start")
+            if os.path.exists(self.sock) and \
+                    self.ctl("health", expect=None).stdout.strip() == "SERVING":
+                return
+            time.sleep(0.05)
+        self.fail("agent not SERVING within 30 s")
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.log.append(line)
+
+    def fail(self, msg):
+        print("".join(self.log[-60:]), flush=True)
+        fail(f"{self.name}: {msg}")
+
+    def ctl(self, *args, expect=0):
+        r = subprocess.run([CTL, "--socket", self.sock, "--timeout", "10"] + list(args),
+                           capture_output=True, text=True, timeout=60)
+        if expect is not None and r.returncode != expect:
+            self.fail(f"srv6gw-ctl {' '.join(args)}: exit {r.returncode} (expected {expect})\n"
+                      f"stdout: {r.stdout}\nstderr: {r.stderr}")
+        return r
+
+    def stop(self):
+        """SIGTERM; fails unless the daemon exits 0 within 20 s. Returns its stats JSON."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.fail("did not exit within 20 s of SIGTERM")
+        self._reader.join(5)
+        if rc != 0:
+            self.fail(f"exit code {rc}")
+        with open(self.stats_json) as f:
+            import json
+            return json.load(f)

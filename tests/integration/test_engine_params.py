@@ -15,16 +15,12 @@
 #   - `path up`, restart: both lists carry traffic again.
 import json
 import os
-import signal
 import struct
-import subprocess
-import threading
 import time
 
 import gwlib
 
-CTL = os.environ.get("SRV6GW_CTL") or os.path.join(os.path.dirname(gwlib.BIN), "..", "srv6gw-ctl",
-                                                   "srv6gw-ctl")
+CTL = gwlib.CTL
 if not os.access(CTL, os.X_OK):
     gwlib.fail(f"srv6gw-ctl {CTL} missing (SRV6GW_CTL)")
 try:
@@ -69,47 +65,9 @@ wrpcap(HOST_PCAP, [Ether(src="02:00:00:00:00:01", dst="02:00:00:00:01:01") /
                    for psn in range(64)])
 
 
-class Gateway:
+class Gateway(gwlib.AgentGateway):
     def __init__(self, name):
-        self.name = name
-        self.sock = os.path.join(work, f"{name}.sock")
-        self.stats_json = os.path.join(work, f"{name}-stats.json")
-        eal = gwlib.eal_args(gwlib.unique_prefix(name), [
-            f"net_pcap0,rx_pcap={HOST_PCAP},infinite_rx=1", "net_null0,no-rx=1"])
-        self.proc = gwlib.start(eal, [
-            "--config", CONFIG, "--host-port", "net_pcap0", "--fabric-port", "net_null0",
-            "--stats-interval", "0", "--stats-json", self.stats_json,
-            "--agent-listen", "unix:" + self.sock, "--agent-state", STATE],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        self.log = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                self._reader.join(5)
-                self.fail(f"gateway exited with {self.proc.returncode} at start")
-            if os.path.exists(self.sock) and \
-                    self.ctl("health", expect=None).stdout.strip() == "SERVING":
-                return
-            time.sleep(0.05)
-        self.fail("agent not SERVING within 30 s")
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.log.append(line)
-
-    def fail(self, msg):
-        print("".join(self.log[-60:]), flush=True)
-        gwlib.fail(f"{self.name}: {msg}")
-
-    def ctl(self, *args, expect=0):
-        r = subprocess.run([CTL, "--socket", self.sock, "--timeout", "10"] + list(args),
-                           capture_output=True, text=True, timeout=60)
-        if expect is not None and r.returncode != expect:
-            self.fail(f"srv6gw-ctl {' '.join(args)}: exit {r.returncode} (expected {expect})\n"
-                      f"stdout: {r.stdout}\nstderr: {r.stderr}")
-        return r
+        super().__init__(name, work, CONFIG, HOST_PCAP, agent_state=STATE)
 
     def engine(self):
         return json.loads(self.ctl("--json", "engine", "show").stdout)
@@ -135,17 +93,6 @@ class Gateway:
                 return
             time.sleep(0.05)
         self.fail(f"no log line with {text!r} within {timeout} s")
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.fail("did not exit within 20 s of SIGTERM")
-        self._reader.join(5)
-        if rc != 0:
-            self.fail(f"exit code {rc}")
 
 
 def main():

@@ -12,7 +12,6 @@
 # A second run with engine/enabled false: SetPathState is FAILED_PRECONDITION.
 import json
 import os
-import signal
 import struct
 import subprocess
 import threading
@@ -20,8 +19,7 @@ import time
 
 import gwlib
 
-CTL = os.environ.get("SRV6GW_CTL") or os.path.join(os.path.dirname(gwlib.BIN), "..", "srv6gw-ctl",
-                                                   "srv6gw-ctl")
+CTL = gwlib.CTL
 if not os.access(CTL, os.X_OK):
     gwlib.fail(f"srv6gw-ctl {CTL} missing (SRV6GW_CTL)")
 try:
@@ -65,50 +63,12 @@ wrpcap(HOST_PCAP, [Ether(src="02:00:00:00:00:01", dst="02:00:00:00:01:01") /
                    for psn in range(64)])
 
 
-class Gateway:
+class Gateway(gwlib.AgentGateway):
     def __init__(self, name, engine_enabled):
-        self.name = name
-        self.sock = os.path.join(work, f"{name}.sock")
-        self.stats_json = os.path.join(work, f"{name}-stats.json")
         cfg = os.path.join(work, f"{name}.json")
         with open(cfg, "w") as f:
             json.dump(config(engine_enabled), f)
-        eal = gwlib.eal_args(gwlib.unique_prefix(name), [
-            f"net_pcap0,rx_pcap={HOST_PCAP},infinite_rx=1", "net_null0,no-rx=1"])
-        self.proc = gwlib.start(eal, [
-            "--config", cfg, "--host-port", "net_pcap0", "--fabric-port", "net_null0",
-            "--stats-interval", "0", "--stats-json", self.stats_json,
-            "--agent-listen", "unix:" + self.sock, "--agent-state", "none"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        self.log = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                self._reader.join(5)
-                self.fail(f"gateway exited with {self.proc.returncode} at start")
-            if os.path.exists(self.sock) and \
-                    self.ctl("health", expect=None).stdout.strip() == "SERVING":
-                return
-            time.sleep(0.05)
-        self.fail("agent not SERVING within 30 s")
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.log.append(line)
-
-    def fail(self, msg):
-        print("".join(self.log[-60:]), flush=True)
-        gwlib.fail(f"{self.name}: {msg}")
-
-    def ctl(self, *args, expect=0):
-        r = subprocess.run([CTL, "--socket", self.sock, "--timeout", "10"] + list(args),
-                           capture_output=True, text=True, timeout=60)
-        if expect is not None and r.returncode != expect:
-            self.fail(f"srv6gw-ctl {' '.join(args)}: exit {r.returncode} (expected {expect})\n"
-                      f"stdout: {r.stdout}\nstderr: {r.stderr}")
-        return r
+        super().__init__(name, work, cfg, HOST_PCAP, agent_state="none")
 
     def path_packets(self):
         s = json.loads(self.ctl("--json", "stats").stdout)
@@ -125,19 +85,6 @@ class Gateway:
         time.sleep(wait)
         b = self.path_packets()
         return {n: b[n] - a[n] for n in LISTS}
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.fail("did not exit within 20 s of SIGTERM")
-        self._reader.join(5)
-        if rc != 0:
-            self.fail(f"exit code {rc}")
-        with open(self.stats_json) as f:
-            return json.load(f)
 
 
 class Watch:

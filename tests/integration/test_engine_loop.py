@@ -397,13 +397,29 @@ def main():
             if evidence["b"] <= evidence["a"] + evidence["c"]:
                 problems.append(f"the fallback did not blame mostly b: {evidence}")
             # Loose on purpose (a loaded 2-core machine, Python hosts): b loses a good part
-            # of its share, a and c keep theirs or gain.
+            # of its share.
             if sa[2] > sb[2] * 0.6:
                 problems.append(f"after: share of path b is {sa[2]:.3f} (was {sb[2]:.3f})")
-            for k in (1, 3):
-                if sa[k] < sb[k] - 0.05:
-                    problems.append(f"after: path {'abc'[k - 1]} lost share: {sb[k]:.3f} -> "
-                                    f"{sa[k]:.3f}")
+            # Lists the engine did not blame keep their flows (a weight change moves only the
+            # flows it must), so they keep their share or gain. That holds for a list only
+            # while its own evidence is small: when the emulated host answers so late that a
+            # CNP arrives after its flow left b (a loaded machine: answers tens of ms late),
+            # the fallback rightly blames the list the flow is on now, that list's weight
+            # drops too, and flows move off it. Then the check would test the machine's
+            # load, not the engine, and is skipped with the evidence printed.
+            # Tolerance: one and a half flows. b recovers in steps and is cut again while
+            # congested; each factor-only rebuild moves the fewest flows for its own step, but
+            # across a sequence of steps a flow of a or c can end up on b for a while.
+            flow_share = 1 / len(HOSTS_B)
+            blamed_elsewhere = evidence["a"] + evidence["c"]
+            if blamed_elsewhere * 8 <= evidence["b"]:
+                for k in (1, 3):
+                    if sa[k] < sb[k] - 1.5 * flow_share:
+                        problems.append(f"after: path {'abc'[k - 1]} lost share: {sb[k]:.3f} "
+                                        f"-> {sa[k]:.3f} (evidence {evidence})")
+            else:
+                log(f"not checked: a and c keep their share (late CNPs blamed them too: "
+                    f"evidence {evidence})")
         # Engine time is printed, not asserted: here two busy-polling workers and four Python
         # threads share two cores, so the main lcore is preempted at times (the uncontended
         # figure is in test-engine-feedback-loop).

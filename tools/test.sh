@@ -5,10 +5,11 @@
 #   1. build/        gcc, every suite (meson test; extra arguments go to this stage only);
 #   2. build-fuzz/   clang-14 libFuzzer targets, each run for FUZZ_SECONDS (tools/fuzz.sh);
 #                    one result per target ("fuzz:<target>"), a crash fails it;
-#   3. build-asan/   gcc with ASan + UBSan, the suites in SANITIZE_SUITES (default: unit;
-#                    "unit integration" adds the daemon tests, not yet run clean end to end,
-#                    see docs/robustness.md) (tools/sanitize.sh), minus the tests in suite
-#                    'no-sanitizer'. Names are reported as "asan:<test>".
+#   3. build-asan/   gcc with ASan + UBSan, the suites in SANITIZE_SUITES (default:
+#                    "unit integration": the unit tests and the daemon on vdevs and in
+#                    namespaces) (tools/sanitize.sh), minus the tests in suite
+#                    'no-sanitizer' (dumpcap: a DPDK secondary process cannot map an ASan
+#                    primary's memory). Names are reported as "asan:<test>".
 # Every stage's results are summed into the last line; any failure makes the exit code 1.
 #
 # Environment: FUZZ_SECONDS (default 60) per fuzz target; CI_FUZZ=0 / CI_SANITIZE=0 skip
@@ -32,8 +33,8 @@ if [ "${CI_FUZZ:-1}" != 0 ]; then
 fi
 if [ "${CI_SANITIZE:-1}" != 0 ]; then
   sanitize_args=()
-  for suite in ${SANITIZE_SUITES:-unit}; do sanitize_args+=(--suite "$suite"); done
-  echo "== stage 3: ASan + UBSan build, suites: ${SANITIZE_SUITES:-unit} ($(($(date +%s) - t0)) s so far)"
+  for suite in ${SANITIZE_SUITES:-unit integration}; do sanitize_args+=(--suite "$suite"); done
+  echo "== stage 3: ASan + UBSan build, suites: ${SANITIZE_SUITES:-unit integration} ($(($(date +%s) - t0)) s so far)"
   bash tools/sanitize.sh "${sanitize_args[@]}" --no-suite no-sanitizer || rc=1
   results+=(build-asan/meson-logs/testlog.json)
 fi

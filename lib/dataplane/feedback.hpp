@@ -123,21 +123,35 @@ inline constexpr unsigned kRecentWays = 8;  // lists remembered per pair (least 
 inline constexpr uint8_t kRecentNoPath = 0xFF;
 
 struct alignas(64) RecentPathEntry {
-  std::atomic<uint32_t> key{0};             // pair_hash(local host, remote host); 0 = empty
-  std::atomic<uint32_t> slot{0};            // policy slot
-  std::atomic<uint32_t> epoch{0};           // coarse time of `cur` (tsc >> shift, truncated)
-  std::atomic<uint8_t> path[kRecentWays];   // path index in the policy, kRecentNoPath = free
+  std::atomic<uint32_t> key{0};    // pair_hash(local host, remote host); 0 = empty
+  std::atomic<uint32_t> slot{0};   // policy slot
+  std::atomic<uint32_t> epoch{0};  // coarse time of `cur` (tsc >> shift, truncated)
+  // Path index of each way, one byte per way (way i in bits 8i..8i+7), kRecentNoPath = free:
+  // one word, so that the worker finds its way with one load and a byte match instead of a
+  // loop of narrow loads on every packet.
+  std::atomic<uint64_t> paths{~uint64_t(0)};
   std::atomic<uint16_t> cur[kRecentWays];   // packets this epoch
   std::atomic<uint16_t> prev[kRecentWays];  // packets the epoch before
   RecentPathEntry() {
     for (unsigned i = 0; i < kRecentWays; ++i) {
-      path[i].store(kRecentNoPath, std::memory_order_relaxed);
       cur[i].store(0, std::memory_order_relaxed);
       prev[i].store(0, std::memory_order_relaxed);
     }
   }
+  static uint8_t way_path(uint64_t packed, unsigned way) { return uint8_t(packed >> (8 * way)); }
 };
 static_assert(sizeof(RecentPathEntry) == 64, "one cache line per entry");
+static_assert(kRecentWays == 8, "the ways' path indexes are packed into one 64-bit word");
+
+// The first way of `packed` holding path index `idx`, or kRecentWays (SWAR zero-byte search
+// on packed ^ idx repeated: the lowest flagged byte is the first exact match, since the
+// borrow that can flag a false byte only propagates upwards from a true zero byte).
+inline unsigned recent_find_way(uint64_t packed, uint8_t idx) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
+  const uint64_t x = packed ^ (kOnes * idx);
+  const uint64_t zero = (x - kOnes) & ~x & kHighs;
+  return zero ? unsigned(__builtin_ctzll(zero)) / 8 : kRecentWays;
+}
 
 // Worker side: one packet of the pair `key` (policy `slot`) went out on path index `idx` in
 // coarse epoch `epoch`. Single writer: plain load/store, no read-modify-write.
@@ -145,15 +159,20 @@ inline void recent_note(RecentPathEntry& e, uint32_t key, uint32_t slot, uint8_t
                         uint32_t epoch) {
   constexpr auto R = std::memory_order_relaxed;
   if (__builtin_expect(e.key.load(R) != key || e.slot.load(R) != slot, 0)) {
+    // A new pair takes the entry: its first packet fills way 0 (no search, no victim: under
+    // many pairs per entry this is the common case).
     e.key.store(key, R);
     e.slot.store(slot, R);
     e.epoch.store(epoch, R);
+    e.paths.store(~uint64_t(0xFF) | idx, R);
     for (unsigned i = 0; i < kRecentWays; ++i) {
-      e.path[i].store(kRecentNoPath, R);
       e.cur[i].store(0, R);
       e.prev[i].store(0, R);
     }
-  } else if (const uint32_t was = e.epoch.load(R); __builtin_expect(was != epoch, 0)) {
+    e.cur[0].store(1, R);
+    return;
+  }
+  if (const uint32_t was = e.epoch.load(R); __builtin_expect(was != epoch, 0)) {
     const bool next = epoch == was + 1;  // else idle for more than an epoch: history is stale
     for (unsigned i = 0; i < kRecentWays; ++i) {
       e.prev[i].store(next ? e.cur[i].load(R) : 0, R);
@@ -161,26 +180,23 @@ inline void recent_note(RecentPathEntry& e, uint32_t key, uint32_t slot, uint8_t
     }
     e.epoch.store(epoch, R);
   }
-  unsigned way = kRecentWays, victim = 0;
-  uint32_t victim_use = UINT32_MAX;
-  for (unsigned i = 0; i < kRecentWays; ++i) {
-    const uint8_t p = e.path[i].load(R);
-    if (p == idx) {
-      way = i;
-      break;
-    }
-    const uint32_t use =
-        p == kRecentNoPath ? 0 : uint32_t(e.cur[i].load(R)) + uint32_t(e.prev[i].load(R));
-    if (use < victim_use) {
-      victim_use = use;
-      victim = i;
-    }
-  }
+  const uint64_t packed = e.paths.load(R);
+  unsigned way = recent_find_way(packed, idx);
   if (__builtin_expect(way == kRecentWays, 0)) {  // a list not seen lately: replace the least used
-    way = victim;
-    e.path[way].store(idx, R);
+    uint32_t victim_use = UINT32_MAX;
+    way = 0;
+    for (unsigned i = 0; i < kRecentWays; ++i) {
+      const uint32_t use = RecentPathEntry::way_path(packed, i) == kRecentNoPath
+                               ? 0
+                               : uint32_t(e.cur[i].load(R)) + uint32_t(e.prev[i].load(R));
+      if (use < victim_use) {
+        victim_use = use;
+        way = i;
+      }
+    }
     e.cur[way].store(0, R);
     e.prev[way].store(0, R);
+    e.paths.store((packed & ~(uint64_t(0xFF) << (8 * way))) | uint64_t(idx) << (8 * way), R);
   }
   uint16_t c = e.cur[way].load(R);
   if (__builtin_expect(c == UINT16_MAX, 0)) {  // saturated: halve all, proportions stay
@@ -203,8 +219,9 @@ inline void recent_read(const RecentPathEntry& e, uint32_t key, uint32_t now_epo
   const uint32_t epoch = e.epoch.load(R);
   const bool current = epoch == now_epoch;
   if (!current && epoch + 1 != now_epoch) return;  // older than the window
+  const uint64_t packed = e.paths.load(R);
   for (unsigned i = 0; i < kRecentWays; ++i) {
-    const uint8_t p = e.path[i].load(R);
+    const uint8_t p = RecentPathEntry::way_path(packed, i);
     if (p == kRecentNoPath) continue;
     const uint32_t n = uint32_t(e.cur[i].load(R)) + (current ? uint32_t(e.prev[i].load(R)) : 0);
     if (n) f(p, n);

@@ -112,6 +112,39 @@ std::map<uint8_t, uint32_t> read_use(const dataplane::RecentPathEntry& e, uint32
   return m;
 }
 
+// The worker's way search (one word, SWAR byte match) against the obvious loop, on random
+// words biased to hold repeated and neighbouring byte values (where a borrow could mislead).
+TEST(RecentUse, WaySearchMatchesTheFirstEqualByte) {
+  uint64_t rng = 0x9E3779B97F4A7C15ull;
+  auto next = [&] {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+  };
+  for (int round = 0; round < 200000; ++round) {
+    uint64_t packed = 0;
+    const uint8_t base = uint8_t(next());
+    for (unsigned i = 0; i < 8; ++i) {
+      const uint64_t r = next();
+      const uint8_t b = r % 4 == 0 ? 0xFF : uint8_t(base + r % 3);  // free, or near `base`
+      packed |= uint64_t(b) << (8 * i);
+    }
+    for (uint8_t idx :
+         {uint8_t(base), uint8_t(base + 1), uint8_t(base + 2), uint8_t(0), uint8_t(next())}) {
+      if (idx == dataplane::kRecentNoPath) continue;
+      unsigned want = dataplane::kRecentWays;
+      for (unsigned i = 0; i < 8; ++i)
+        if (uint8_t(packed >> (8 * i)) == idx) {
+          want = i;
+          break;
+        }
+      ASSERT_EQ(dataplane::recent_find_way(packed, idx), want)
+          << std::hex << "packed " << packed << " idx " << unsigned(idx);
+    }
+  }
+}
+
 TEST(RecentUse, CountsPerListOverTheCurrentAndPreviousEpoch) {
   dataplane::RecentPathEntry e;
   const uint32_t key = 0x1235, other = 0x7777;

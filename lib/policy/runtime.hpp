@@ -11,6 +11,11 @@
 // are freed by reclaim() once every worker has reported a quiescent state (RCU QSBR) after
 // the retirement; the rte_hash and rte_lpm reclaim their own entries through RCU defer
 // queues on the same QSBR variable.
+//
+// Two ways in: apply() takes a whole configuration and diffs every table against it
+// (O(configuration)); apply_delta() takes what changed in the steering rules (the agent's
+// batch) and touches only those rte_hash entries (O(changes)), same publication order. The
+// rte_hash is the record of what is installed in it; no copy of the steering rules is kept.
 #pragma once
 
 #include <rte_hash.h>

@@ -625,26 +625,32 @@ std::optional<config::ConfigError> Runtime::apply_locked(const config::GatewayCo
   auto transitional = make_transitional(*final_view, *old_view);
 
   // Diff of the exact table against what it holds (the table is the record): every new
-  // entry looked up, and, when some installed keys are not among them, one walk of the
-  // table for those.
+  // entry looked up, marking the key positions that stay; when some installed keys are not
+  // among them, one walk of the table deletes the unmarked ones.
   std::vector<ExactOp> exact_delete, exact_upsert;
-  size_t kept = 0;  // installed keys that stay
+  std::vector<bool> stays;  // by rte_hash key position
+  size_t kept = 0;          // installed keys that stay
   for (const IndexedExact& x : exact) {
-    const uint32_t prev = hash_lookup_slot(exact_, x.key);
-    if (prev != kNoSlot) ++kept;
+    void* data = nullptr;
+    const int32_t pos = rte_hash_lookup_data(exact_, &x.key, &data);
+    const uint32_t prev = pos >= 0 ? uint32_t(reinterpret_cast<uintptr_t>(data)) : kNoSlot;
+    if (pos >= 0) {
+      ++kept;
+      if (size_t(pos) >= stays.size())
+        stays.resize(std::max<size_t>(size_t(pos) + 1, exact.size() + exact.size() / 4));
+      stays[size_t(pos)] = true;
+    }
     if (prev != x.slot) exact_upsert.push_back({x.key, prev, x.slot});
   }
   if (kept < exact_counts_.entries()) {
     const void* key;
     void* data;
     uint32_t next = 0;
-    while (rte_hash_iterate(exact_, &key, &data, &next) >= 0) {
-      const ExactKey& k = *static_cast<const ExactKey*>(key);
-      auto it = std::lower_bound(
-          exact.begin(), exact.end(), k,
-          [](const IndexedExact& e, const ExactKey& x) { return key_less(e.key, x); });
-      if (it == exact.end() || !key_equal(it->key, k))
-        exact_delete.push_back({k, uint32_t(reinterpret_cast<uintptr_t>(data)), kNoSlot});
+    int32_t pos;
+    while ((pos = rte_hash_iterate(exact_, &key, &data, &next)) >= 0) {
+      if (size_t(pos) < stays.size() && stays[size_t(pos)]) continue;
+      exact_delete.push_back({*static_cast<const ExactKey*>(key),
+                              uint32_t(reinterpret_cast<uintptr_t>(data)), kNoSlot});
     }
   }
   std::vector<Lpm4Entry> lpm_delete, lpm_upsert;

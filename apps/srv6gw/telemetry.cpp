@@ -10,6 +10,7 @@
 #include <string>
 
 #include "app.hpp"
+#include "policy/runtime.hpp"
 #include "stats.hpp"
 
 namespace srv6gw::app {
@@ -232,7 +233,7 @@ int cmd_config(const char*, const char*, rte_tel_data* d) {
     for (const auto& p : c.policies) lists += p.segment_lists.size();
     rte_tel_data_add_dict_u64(d, "policies", c.policies.size());
     rte_tel_data_add_dict_u64(d, "segment_lists", lists);
-    rte_tel_data_add_dict_u64(d, "steering_rules", c.steering.size());
+    rte_tel_data_add_dict_u64(d, "steering_rules", app.gateway->runtime().steering_rule_count());
     rte_tel_data_add_dict_u64(d, "local_sid_count", c.local_sids.size());
     if (rte_tel_data* sids = rte_tel_data_alloc()) {
       rte_tel_data_start_array(sids, RTE_TEL_STRING_VAL);

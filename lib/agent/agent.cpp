@@ -410,7 +410,13 @@ struct Agent::Impl final : public v1::Gateway::Service {
     const double edit_ms = ms_since(t_edit);
 
     const auto t1 = Clock::now();
-    if (auto e = sink.apply(next->config)) {
+    // The data plane edits only the steering entries the batch changed (O(batch), not
+    // O(configuration)); the pointers are valid until the batch and `base` go.
+    policy::SteeringDelta steering_delta;
+    steering_delta.rules.reserve(batch.delta().rules.size());
+    for (const RuleDelta& d : batch.delta().rules)
+      steering_delta.rules.push_back({d.before, d.after, d.after_index});
+    if (auto e = sink.apply_delta(next->config, steering_delta)) {
       const std::string msg = "data plane refused: " + batch.describe(*e);
       spdlog::warn("agent: batch from {} {}", ctx->peer(), msg);
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);  // `next` is dropped
@@ -426,7 +432,7 @@ struct Agent::Impl final : public v1::Gateway::Service {
       if (auto why = write_state_file(options.state_path, next->config, generation, next_extras);
           !why.empty()) {
         spdlog::error("agent: cannot persist generation {}: {}; rolling back", generation, why);
-        if (auto e = sink.apply(base->config)) {
+        if (auto e = sink.apply_delta(base->config, steering_delta.inverse())) {
           spdlog::critical(
               "agent: ROLLBACK FAILED, the data plane runs an unpersisted "
               "configuration: {}: {}",
@@ -780,7 +786,8 @@ struct Agent::Impl final : public v1::Gateway::Service {
     resp->set_changed(changed);
     if (req->dry_run() || !changed) return grpc::Status::OK;
 
-    if (auto e = sink.apply(candidate)) {
+    // Steering is unchanged: an empty delta spares the data plane a walk of every rule.
+    if (auto e = sink.apply_delta(candidate, policy::SteeringDelta{})) {
       const std::string msg = "data plane refused: " + describe_engine_error(*e);
       spdlog::warn("agent: engine parameters from {}: {}", ctx->peer(), msg);
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);
@@ -792,7 +799,7 @@ struct Agent::Impl final : public v1::Gateway::Service {
       if (auto why = write_state_file(options.state_path, candidate, generation, next_extras);
           !why.empty()) {
         spdlog::error("agent: cannot persist generation {}: {}; rolling back", generation, why);
-        if (auto e = sink.apply(base->config))
+        if (auto e = sink.apply_delta(base->config, policy::SteeringDelta{}))
           spdlog::critical(
               "agent: ROLLBACK FAILED, the data plane runs an unpersisted configuration: {}: {}",
               e->path, e->message);

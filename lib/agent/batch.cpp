@@ -163,6 +163,7 @@ std::optional<BatchError> Batch::run(Validation validation) {
   std::unordered_map<uint32_t, size_t> rule_slot;
   std::map<net::Ipv6Addr, size_t> local_sid_slot;
   rule_slot.reserve(size_t(changes_.size()));
+  rule_change_.reserve(size_t(changes_.size()));
   changeset_.rules.reserve(size_t(changes_.size()));
   auto base_has_policy = [&](const std::string& name) {
     for (const config::Policy& p : base_.config.policies)

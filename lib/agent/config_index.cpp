@@ -239,20 +239,27 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
   }
 
   // ---------------- steering ----------------
-  std::unordered_set<uint32_t> touched_rules;  // ids whose running rule goes away
+  // Ids whose running rule goes away: a sorted vector (one allocation, binary searched)
+  // rather than a node per id, which cost more than the rest of a 100k-rule check.
+  std::vector<uint32_t> touched_ids;
+  touched_ids.reserve(delta.rules.size() * 2);
+  auto touched = [&touched_ids](uint32_t id) {
+    return std::binary_search(touched_ids.begin(), touched_ids.end(), id);
+  };
   std::unordered_map<std::string_view, int64_t> users_delta;
   config::SteeringCounts counts = counts_;
   for (const RuleDelta& d : delta.rules) {
     if (d.before) {
-      touched_rules.insert(d.before->id);
+      touched_ids.push_back(d.before->id);
       counts.add(*d.before, -1);
       --users_delta[d.before->policy];
     }
     if (d.after) {
-      touched_rules.insert(d.after->id);
+      touched_ids.push_back(d.after->id);
       ++users_delta[d.after->policy];
     }
   }
+  std::sort(touched_ids.begin(), touched_ids.end());
   // A policy deleted by the batch must not be left with users.
   for (const PolicyDelta& d : delta.policies) {
     if (!d.before || d.after) continue;
@@ -273,7 +280,7 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
     }
     for (size_t i = 0; i < running.steering.size(); ++i) {
       const config::SteeringRule& r = running.steering[i];
-      if (r.policy == name && !touched_rules.count(r.id)) {
+      if (r.policy == name && !touched(r.id)) {
         e.user_rule_id = r.id;
         e.error = err(config::rule_path(r, i) + "/policy", "");
         return e;
@@ -298,7 +305,7 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
                       "unknown policy '" + r.policy + "'"));
     }
     const config::SteeringMatch m = config::steering_match(r);
-    if (auto it = matches_.find(m); it != matches_.end() && !touched_rules.count(it->second)) {
+    if (auto it = matches_.find(m); it != matches_.end() && !touched(it->second)) {
       return fail(err(config::rule_path(r, d.after_index),
                       "same match as " + running_rule_path(running, it->second, m)));
     }
@@ -336,7 +343,7 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
       if (it != running_by_low.begin()) {
         auto before = std::prev(it);
         while (true) {
-          if (!touched_rules.count(before->second.second)) {
+          if (!touched(before->second.second)) {
             if (before->second.first >= low) {
               config::SteeringRule key;
               key.id = before->second.second;
@@ -349,7 +356,7 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
         }
       }
       for (; it != running_by_low.end() && it->first <= high; ++it) {
-        if (!touched_rules.count(it->second.second))
+        if (!touched(it->second.second))
           return overlap(*d, running_rule_path(running, it->second.second, {}));
       }
     }

@@ -19,6 +19,13 @@ std::optional<config::ConfigError> GatewaySink::apply(const config::GatewayConfi
   return gateway_.apply_validated(cfg);
 }
 
+std::optional<config::ConfigError> GatewaySink::apply_delta(const config::GatewayConfig& cfg,
+                                                            const policy::SteeringDelta& delta) {
+  std::unique_lock<std::mutex> lock;
+  if (control_mutex_) lock = std::unique_lock(*control_mutex_);
+  return gateway_.apply_delta(cfg, delta);
+}
+
 StatsSnapshot GatewaySink::stats() {
   StatsSnapshot s;
   if (ports_) s.ports = ports_();

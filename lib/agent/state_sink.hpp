@@ -39,6 +39,14 @@ class StateSink {
   // block workers (the Gateway publishes lock-free). Called by one agent thread at a time,
   // always with a configuration the agent validated (as config::validate() would).
   virtual std::optional<config::ConfigError> apply(const config::GatewayConfig& cfg) = 0;
+  // apply() given what changed in the steering rules since the configuration last applied
+  // (cfg is still the whole result): lets the data plane edit only those entries. The
+  // default ignores the delta.
+  virtual std::optional<config::ConfigError> apply_delta(const config::GatewayConfig& cfg,
+                                                         const policy::SteeringDelta& delta) {
+    (void)delta;
+    return apply(cfg);
+  }
   // Counters now. Any agent thread.
   virtual StatsSnapshot stats() = 0;
 };
@@ -52,6 +60,8 @@ class GatewaySink final : public StateSink {
   GatewaySink(dataplane::Gateway& gateway, std::mutex* control_mutex = nullptr,
               std::function<std::vector<PortCounters>()> ports = {});
   std::optional<config::ConfigError> apply(const config::GatewayConfig& cfg) override;
+  std::optional<config::ConfigError> apply_delta(const config::GatewayConfig& cfg,
+                                                 const policy::SteeringDelta& delta) override;
   StatsSnapshot stats() override;
   // Where the path health probes' view comes from (the daemon's prober); called under
   // `control_mutex` by stats(). Unset = no probe statistics.

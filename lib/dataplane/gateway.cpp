@@ -122,6 +122,11 @@ class GatewayImpl final : public Gateway {
     return publish(cfg, runtime_->apply_validated(cfg));
   }
 
+  std::optional<config::ConfigError> apply_delta(const config::GatewayConfig& cfg,
+                                                 const policy::SteeringDelta& delta) override {
+    return publish(cfg, runtime_->apply_delta(cfg, delta));
+  }
+
   // What follows a Runtime apply: engine reflection flag and per-path stats layouts.
   std::optional<config::ConfigError> publish(const config::GatewayConfig& cfg,
                                              std::optional<config::ConfigError> e) {

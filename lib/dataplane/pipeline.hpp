@@ -26,6 +26,7 @@
 #include "dataplane/counters.hpp"
 #include "dataplane/feedback.hpp"
 #include "dataplane/probe.hpp"
+#include "policy/steering_delta.hpp"
 
 struct rte_mbuf;
 struct rte_mempool;
@@ -75,6 +76,14 @@ class Gateway {
   virtual std::optional<config::ConfigError> apply_validated(const config::GatewayConfig& cfg) {
     return apply(cfg);
   }
+  // apply_validated() given what changed in the steering rules since the configuration in
+  // force (policy::Runtime::apply_delta): O(changes) for exact and dst-any rules. cfg is
+  // still the whole resulting configuration (the fallback for other rule kinds).
+  virtual std::optional<config::ConfigError> apply_delta(const config::GatewayConfig& cfg,
+                                                         const policy::SteeringDelta& delta) {
+    (void)delta;
+    return apply_validated(cfg);
+  }
 
   // Reclaims objects retired by earlier applies whose grace period has passed. Called by the
   // control loop; never blocks on workers.
@@ -84,6 +93,7 @@ class Gateway {
   virtual unsigned worker_count() const = 0;
   virtual WorkerContext* worker(unsigned index) = 0;
   virtual const WorkerCounters& worker_counters(unsigned index) const = 0;
+  // The configuration in force without its steering rules (policy::Runtime::running_config).
   virtual const config::GatewayConfig& running_config() const = 0;
 
   // Per-policy and per-path totals summed over workers (control thread).

@@ -11,6 +11,11 @@
 // are freed by reclaim() once every worker has reported a quiescent state (RCU QSBR) after
 // the retirement; the rte_hash and rte_lpm reclaim their own entries through RCU defer
 // queues on the same QSBR variable.
+//
+// Two ways in: apply() takes a whole configuration and diffs every table against it
+// (O(configuration)); apply_delta() takes what changed in the steering rules (the agent's
+// batch) and touches only those rte_hash entries (O(changes)), same publication order. The
+// rte_hash is the record of what is installed in it; no copy of the steering rules is kept.
 #pragma once
 
 #include <rte_hash.h>
@@ -33,6 +38,7 @@
 #include "config/model.hpp"
 #include "policy/compiled_policy.hpp"
 #include "policy/steering.hpp"
+#include "policy/steering_delta.hpp"
 #include "srv6/decap.hpp"
 
 namespace srv6gw::policy {
@@ -112,6 +118,15 @@ class Runtime {
   // (the gRPC agent validates each batch incrementally): skips that O(size) re-check, keeps
   // every check of the data plane's own.
   std::optional<config::ConfigError> apply_validated(const config::GatewayConfig& cfg);
+  // apply_validated() of `cfg` given what changed in its steering rules since the
+  // configuration in force: O(policies + local SIDs + |delta|) when the delta touches only
+  // exact and dst-any rules (the rte_hash is edited for just those keys, the immutable
+  // tables are shared with the running view), with the same publication order, data-plane
+  // checks and all-or-nothing guarantee as apply(). A delta that touches QP-range or prefix
+  // rules, or that does not match what is installed, takes the full path on cfg (so cfg must
+  // hold the whole resulting configuration, steering included).
+  std::optional<config::ConfigError> apply_delta(const config::GatewayConfig& cfg,
+                                                 const SteeringDelta& delta);
 
   // Local SR engine: publishes a copy of `policy` with new per-segment-list factors (config
   // order). Never patches the running object.
@@ -123,8 +138,12 @@ class Runtime {
   // Retired objects not yet freed (tests, stats).
   size_t retired_pending() const;
 
-  // The configuration in force. Control thread only; valid until the next apply().
+  // The configuration in force WITHOUT its steering rules (settings, capacities, engine,
+  // probe, policies, local SIDs): those live in the tables only, so that an Apply never
+  // copies a million rules. Control thread only; valid until the next apply().
   const config::GatewayConfig& running_config() const { return running_; }
+  // How many steering rules are in force (all kinds). Control thread.
+  size_t steering_rule_count() const;
 
   struct PolicyInfo {
     uint32_t slot;
@@ -151,18 +170,64 @@ class Runtime {
  private:
   Runtime() = default;
 
-  struct ExactEntry {
-    ExactKey key;
-    uint32_t slot;
-  };
   struct Lpm4Entry {
     uint32_t ip;  // host order, masked
     uint8_t depth;
     uint32_t slot;
   };
 
+  // Entries of the exact rte_hash by kind, for the view's flags and table_stats().
+  struct ExactCounts {
+    uint32_t exact = 0, exact_dscp = 0, dst_any = 0, dst_any_dscp = 0;
+    void add(const config::SteeringRule& r, int sign);
+    uint32_t entries() const { return exact + dst_any; }
+  };
+  // One change of the exact rte_hash: old_slot kNoSlot = the key was absent, new_slot
+  // kNoSlot = delete it.
+  struct ExactOp {
+    ExactKey key;
+    uint32_t old_slot, new_slot;
+  };
+  // The policies of a new configuration: slots, freshly compiled objects (null = keep).
+  struct PolicyPlan {
+    struct Planned {
+      uint32_t slot;
+      std::unique_ptr<const CompiledPolicy> fresh;  // null = keep the running object
+    };
+    std::vector<Planned> planned;
+    std::map<std::string, uint32_t, std::less<>> slot_by_name;
+    std::vector<uint32_t> free_after;
+    // slot, previous object: filled by publish_policies().
+    std::vector<std::pair<uint32_t, const CompiledPolicy*>> replaced;
+  };
+
   std::optional<config::ConfigError> apply_locked(const config::GatewayConfig& cfg,
                                                   bool validated = false);
+  std::optional<config::ConfigError> apply_delta_locked(const config::GatewayConfig& cfg,
+                                                        const SteeringDelta& delta);
+  // Shared steps of both paths.
+  std::optional<config::ConfigError> check_common(const config::GatewayConfig& cfg) const;
+  std::optional<config::ConfigError> plan_policies(const config::GatewayConfig& cfg,
+                                                   const CompileEnv& env, PolicyPlan& plan) const;
+  std::optional<config::ConfigError> build_local_sids(
+      const config::GatewayConfig& cfg, std::shared_ptr<const LocalSidTable>& out) const;
+  std::unique_ptr<View> make_view(const config::GatewayConfig& cfg);
+  // The transitional view: `final_view` with the flags OR-ed with the running view's.
+  std::unique_ptr<View> make_transitional(const View& final_view, const View& old_view);
+  void publish_policies(PolicyPlan& plan);
+  // Deletes then upserts; returns the error of the first insert that failed, with
+  // `deleted`/`upserted` saying how far it went (for undo_exact()).
+  std::optional<config::ConfigError> update_exact(const std::vector<ExactOp>& deletes,
+                                                  const std::vector<ExactOp>& upserts,
+                                                  size_t& deleted, size_t& upserted);
+  void undo_exact(const std::vector<ExactOp>& deletes, const std::vector<ExactOp>& upserts,
+                  size_t deleted, size_t upserted);
+  // Puts the old view and policy objects back after a failed table update.
+  void abort_publish(PolicyPlan& plan, const View* old_view, const View* trans_ptr);
+  // Final view, removed policies out of their slots, retirement, control-side commit.
+  void finish_publish(PolicyPlan& plan, std::unique_ptr<View> final_view, const View* old_view,
+                      const View* trans_ptr, const config::GatewayConfig& cfg,
+                      const CompileEnv& env);
   void retire(std::function<void()> free_fn);
 
   // Writer: control thread under mutex_. Readers: workers (view_, slots_, exact_, lpm4_).
@@ -182,9 +247,13 @@ class Runtime {
   CompileEnv env_;
   uint64_t next_generation_ = 1;
   std::map<std::string, uint32_t, std::less<>> slot_by_name_;
-  std::vector<uint32_t> free_slots_;         // usable now
-  std::vector<ExactEntry> installed_exact_;  // sorted by key bytes
-  std::vector<Lpm4Entry> installed_lpm4_;    // sorted by (ip, depth)
+  std::vector<uint32_t> free_slots_;  // usable now
+  // The exact rte_hash itself is the record of what is installed there (looked up and
+  // iterated by the control thread); these are its counts by kind.
+  ExactCounts exact_counts_;
+  size_t steering_rules_ = 0;              // rules in force, all kinds
+  std::vector<uint32_t> slot_users_;       // steering rules per policy slot, all kinds
+  std::vector<Lpm4Entry> installed_lpm4_;  // sorted by (ip, depth)
   struct Retired {
     uint64_t token;
     std::function<void()> free_fn;

@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
   std::mutex control;
   GatewaySink sink(*gateway, &control);
   bool ok = true;
+  config::GatewayConfig running = cfg;  // what the Gateway runs, steering included
   {
     AgentOptions o;
     o.listen = "unix:" + dir.file("a.sock");
@@ -121,6 +122,7 @@ int main(int argc, char** argv) {
     ok &= run("real Gateway, persisted: delete the first ones", *agent, deletes(n, 1));
     std::printf("state file: %.1f MB\n",
                 double(std::filesystem::file_size(o.state_path)) / (1 << 20));
+    running = agent->state()->config;
     agent->stop();
     gateway->reclaim();
   }
@@ -129,7 +131,7 @@ int main(int argc, char** argv) {
     o.listen = "unix:" + dir.file("b.sock");
     o.state_path.clear();
     std::string err;
-    auto agent = Agent::start(o, sink, gateway->running_config(), 4, err);
+    auto agent = Agent::start(o, sink, running, 4, err);
     ok &= agent &&
           run("real Gateway, not persisted: new rules", *agent, upserts(n, 2 * n + 1, "base"));
     if (agent) agent->stop();
@@ -197,7 +199,7 @@ int main(int argc, char** argv) {
       else
         o.state_path.clear();
       std::string err;
-      auto agent = Agent::start(o, big_sink, big_gateway->running_config(), 0, err);
+      auto agent = Agent::start(o, big_sink, big, 0, err);
       for (uint32_t round = persisted ? 3 : 6; agent && round < (persisted ? 6u : 9u); ++round) {
         ok &= run(
             ((persisted ? "real Gateway, persisted: " : "real Gateway, not persisted: ") + label)
@@ -205,7 +207,10 @@ int main(int argc, char** argv) {
             *agent, small_batch(round));
         big_gateway->reclaim();
       }
-      if (agent) agent->stop();
+      if (agent) {
+        big = agent->state()->config;  // what the Gateway runs now, for the next agent
+        agent->stop();
+      }
     }
     big_gateway.reset();
   }

@@ -12,6 +12,7 @@
 #include "agent/agent.hpp"
 #include "agent_test_util.hpp"
 #include "dataplane/pipeline.hpp"
+#include "policy/runtime.hpp"
 #include "roce_frame.hpp"
 
 namespace srv6gw::agent::test {
@@ -82,6 +83,25 @@ class AgentGateway : public ::testing::Test {
     return stub->Apply(&ctx, req, &resp);
   }
 
+  // The Gateway runs `cfg`: its settings and policies (running_config() holds no steering
+  // rules), as many steering rules, and each exact / dst-any rule in the table to its policy.
+  void expect_runs(const config::GatewayConfig& cfg) {
+    config::GatewayConfig without = cfg;
+    without.steering.clear();
+    EXPECT_EQ(gateway->running_config(), without);
+    const policy::Runtime& rt = gateway->runtime();
+    EXPECT_EQ(rt.steering_rule_count(), cfg.steering.size());
+    for (const config::SteeringRule& r : cfg.steering) {
+      if (r.kind != config::SteeringKind::exact && r.kind != config::SteeringKind::dst_any_qp)
+        continue;
+      const policy::ExactKey k = policy::make_exact_key(
+          r.dst, r.kind == config::SteeringKind::exact ? r.dest_qp : policy::kAnyQp,
+          r.dscp ? *r.dscp : policy::kAnyDscp);
+      EXPECT_EQ(policy::hash_lookup_slot(rt.view()->steering.exact, k), rt.slot_of(r.policy))
+          << "rule " << r.id;
+    }
+  }
+
   static inline rte_mempool* pool = nullptr;
   TempDir dir;
   std::mutex control_mutex;
@@ -104,7 +124,7 @@ TEST_F(AgentGateway, AppliedPolicySteersTheNextPacket) {
   *req.add_changes()->mutable_upsert_steering() = exact_rule(1, "10.0.0.2", 17, "p2");
   auto st = apply(req);
   ASSERT_TRUE(st.ok()) << st.error_message();
-  EXPECT_EQ(gateway->running_config(), agent->state()->config);
+  expect_runs(agent->state()->config);
 
   const auto after = send();
   ASSERT_GE(after.size(), 14u + 40 + 8 + 32);
@@ -124,7 +144,7 @@ TEST_F(AgentGateway, AppliedPolicySteersTheNextPacket) {
   del.add_changes()->set_delete_steering(1);
   ASSERT_TRUE(apply(del).ok());
   EXPECT_EQ(send()[12], 0x08);
-  EXPECT_EQ(gateway->running_config(), agent->state()->config);
+  expect_runs(agent->state()->config);
 
   // Stats through gRPC come from the Gateway's counters.
   grpc::ClientContext ctx;

@@ -321,6 +321,7 @@ def main():
         t_start = time.perf_counter()
         next_at = t_start
         apply_seconds = []
+        churn_gens = []
         while time.perf_counter() - t_start < args.seconds:
             policy_flip ^= 1
             parts = [upsert_steering(r) for r in measured_rules(POLICIES[policy_flip])]
@@ -333,6 +334,7 @@ def main():
             if gen is None:
                 break
             apply_seconds.append(dt)
+            churn_gens.append(gen)
             changes_done += len(parts)
             applies += 1
             next_at += interval
@@ -350,12 +352,19 @@ def main():
                  if apply_seconds else None,
                  "pps_during": (rx1 - rx0) / elapsed if rx0 is not None and rx1 is not None
                  else None}
+        # Mean agent phases of the churn Applies (from the daemon's log).
+        phases = [p for p in (daemon.apply_phases(g) for g in churn_gens) if p]
+        for key in ("validate_ms", "edit_ms", "data_plane_ms", "persist_ms"):
+            churn[key + "_mean"] = (sum(p[key] for p in phases) / len(phases)) if phases else None
         results["churn"] = churn
         print(f"(b) churn: {applies} Applies of {churn_batch} changes in {elapsed:.1f} s = "
               f"{churn['entries_per_s']:.0f} entries/s (target {args.rate}); Apply mean "
               f"{churn['apply_ms_mean'] or 0:.0f} ms, max {churn['apply_ms_max'] or 0:.0f} ms; "
               f"{churn['pps_during'] or 0:.0f} packets/s forwarded meanwhile "
-              f"({results['pps_before'] or 0:.0f} before)", flush=True)
+              f"({results['pps_before'] or 0:.0f} before); agent means: validate "
+              f"{churn['validate_ms_mean'] or 0:.1f} ms, edit {churn['edit_ms_mean'] or 0:.1f} ms, "
+              f"data plane {churn['data_plane_ms_mean'] or 0:.1f} ms, "
+              f"persist {churn['persist_ms_mean'] or 0:.1f} ms", flush=True)
     finally:
         stats = daemon.stop()
 

@@ -28,9 +28,21 @@ eal = gwlib.eal_args(prefix, [
     f"net_pcap0,rx_pcap={short_pcap},infinite_rx=1",
     "net_null0,no-rx=1",
 ], hugepages=True, mem_mb=256)
+gw_log_path = os.path.join(work, "gateway.log")
+gw_log = open(gw_log_path, "w")
 p = gwlib.start(eal, ["--config", gwlib.DEMO_JSON, "--host-port", "net_pcap0",
                       "--fabric-port", "net_null0", "--stats-interval", "0", "--duration", "90"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                stdout=gw_log, stderr=subprocess.STDOUT)
+
+
+def gateway_alive(when):
+    """Fails with the gateway's own output if it is no longer running."""
+    if p.poll() is not None:
+        gw_log.flush()
+        with open(gw_log_path) as f:
+            print(f.read()[-3000:])
+        gwlib.check(False, f"the gateway exited ({p.returncode}) {when}")
+
 gwlib.check(gwlib.wait_for_file(gwlib.telemetry_socket(prefix), 30), "gateway did not start")
 gwlib.check(gwlib.wait_forwarding(prefix, 30), "gateway did not start forwarding")
 
@@ -42,8 +54,23 @@ def capture(port, name):
     cmd = ["dpdk-dumpcap", f"--file-prefix={prefix}", "-i", port, "-c", str(WANT), "-a",
            "duration:30", "-w", out]
     print("+ " + " ".join(cmd), flush=True)
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
-    print(res.stdout[-500:], res.stderr[-1500:])
+    # A secondary process attaches to the primary's memory and multi-process socket; now and
+    # then, on a busy machine, that attach fails inside dpdk-dumpcap's EAL init (its address
+    # space already holds something where the primary's memory is, or the request to the
+    # primary fails) while the gateway runs on unharmed. That is retried, twice at most and
+    # said so; a gateway that stopped or a capture that ran and came back short is not.
+    for attempt in range(3):
+        gateway_alive(f"before the capture on {port}")
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+        print(res.stdout[-500:], res.stderr[-1500:])
+        gateway_alive(f"during the capture on {port}")
+        attach_failed = res.returncode != 0 and "Packets captured" not in res.stdout and any(
+            m in res.stderr for m in ("EAL: Error - exiting", "Cannot init memory",
+                                      "Failed to request vdev", "Cannot reserve"))
+        if not attach_failed:
+            break
+        print(f"dpdk-dumpcap could not attach to the gateway (attempt {attempt + 1}); "
+              "the gateway is still running: retrying", flush=True)
     gwlib.check(res.returncode == 0, f"dpdk-dumpcap on {port} exited {res.returncode}")
     rows = gwlib.tshark_fields(out, ["frame.protocols", "ipv6.routing.srh.tag", "ipv6.dst",
                                      "infiniband.bth.opcode"])

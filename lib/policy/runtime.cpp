@@ -381,6 +381,19 @@ std::unique_ptr<View> Runtime::make_view(const config::GatewayConfig& cfg) {
   return v;
 }
 
+void Runtime::bind_tables(View& v, const ExactCounts& counts) {
+  // The workers read the tables through raw pointers: point them at the owners just set.
+  v.steering.qp_ranges = v.qp_ranges_owner.get();
+  v.steering.prefix6 = v.prefix6_owner.get();
+  v.steering.dscp_prefix4 = v.dscp_prefix4_owner.get();
+  v.steering.dscp_prefix6 = v.dscp_prefix6_owner.get();
+  v.local_sids = v.local_sids_owner.get();
+  v.steering.has_exact = counts.exact > 0;
+  v.steering.exact_dscp = counts.exact_dscp > 0;
+  v.steering.has_dst_any = counts.dst_any > 0;
+  v.steering.dst_any_dscp = counts.dst_any_dscp > 0;
+}
+
 std::unique_ptr<View> Runtime::make_transitional(const View& final_view, const View& old_view) {
   // While the hash and LPM change under the workers, the flags must cover both the old and
   // the new entries: the transitional view is the final one with the flags OR-ed.
@@ -611,15 +624,7 @@ std::optional<config::ConfigError> Runtime::apply_locked(const config::GatewayCo
   final_view->dscp_prefix6_owner =
       dscp6_rules.empty() ? nullptr : std::make_shared<const PrefixTable>(dscp6_rules);
   final_view->local_sids_owner = std::move(local_sids);
-  final_view->steering.qp_ranges = final_view->qp_ranges_owner.get();
-  final_view->steering.prefix6 = final_view->prefix6_owner.get();
-  final_view->steering.dscp_prefix4 = final_view->dscp_prefix4_owner.get();
-  final_view->steering.dscp_prefix6 = final_view->dscp_prefix6_owner.get();
-  final_view->local_sids = final_view->local_sids_owner.get();
-  final_view->steering.has_exact = counts.exact > 0;
-  final_view->steering.exact_dscp = counts.exact_dscp > 0;
-  final_view->steering.has_dst_any = counts.dst_any > 0;
-  final_view->steering.dst_any_dscp = counts.dst_any_dscp > 0;
+  bind_tables(*final_view, counts);
   final_view->steering.has_prefix4 = !lpm4.empty();
   final_view->steering.default4 = default4;
   auto transitional = make_transitional(*final_view, *old_view);
@@ -854,15 +859,7 @@ std::optional<config::ConfigError> Runtime::apply_delta_locked(const config::Gat
   final_view->dscp_prefix4_owner = old_view->dscp_prefix4_owner;
   final_view->dscp_prefix6_owner = old_view->dscp_prefix6_owner;
   final_view->local_sids_owner = std::move(local_sids);
-  final_view->steering.qp_ranges = final_view->qp_ranges_owner.get();
-  final_view->steering.prefix6 = final_view->prefix6_owner.get();
-  final_view->steering.dscp_prefix4 = final_view->dscp_prefix4_owner.get();
-  final_view->steering.dscp_prefix6 = final_view->dscp_prefix6_owner.get();
-  final_view->local_sids = final_view->local_sids_owner.get();
-  final_view->steering.has_exact = counts.exact > 0;
-  final_view->steering.exact_dscp = counts.exact_dscp > 0;
-  final_view->steering.has_dst_any = counts.dst_any > 0;
-  final_view->steering.dst_any_dscp = counts.dst_any_dscp > 0;
+  bind_tables(*final_view, counts);
   final_view->steering.has_prefix4 = old_view->steering.has_prefix4;
   final_view->steering.default4 = old_view->steering.default4;
   auto transitional = make_transitional(*final_view, *old_view);

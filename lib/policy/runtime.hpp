@@ -214,6 +214,8 @@ class Runtime {
   std::unique_ptr<View> make_view(const config::GatewayConfig& cfg);
   // The transitional view: `final_view` with the flags OR-ed with the running view's.
   std::unique_ptr<View> make_transitional(const View& final_view, const View& old_view);
+  // Sets a view's table pointers from its owners and its exact-level flags from `counts`.
+  static void bind_tables(View& v, const ExactCounts& counts);
   void publish_policies(PolicyPlan& plan);
   // Deletes then upserts; returns the error of the first insert that failed, with
   // `deleted`/`upserted` saying how far it went (for undo_exact()).

@@ -42,6 +42,25 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
 sys.path.insert(0, os.path.join(SRC, "tests", "oracle"))
+
+
+def _binaries_from_build_dir():
+    """--build-dir BUILD (run.py's contract) names the binaries, unless SRV6GW_BIN/SRV6GW_CTL
+    do; gwlib reads those when imported, so this runs before the import."""
+    build = None
+    for i, a in enumerate(sys.argv):
+        if a == "--build-dir" and i + 1 < len(sys.argv):
+            build = sys.argv[i + 1]
+        elif a.startswith("--build-dir="):
+            build = a.split("=", 1)[1]
+    if build:
+        build = os.path.abspath(build)
+        os.environ.setdefault("SRV6GW_BIN", os.path.join(build, "apps", "srv6gw", "srv6gw"))
+        os.environ.setdefault("SRV6GW_CTL",
+                              os.path.join(build, "apps", "srv6gw-ctl", "srv6gw-ctl"))
+
+
+_binaries_from_build_dir()
 import gwlib  # noqa: E402
 
 try:
@@ -247,6 +266,8 @@ def main():
     ap.add_argument("--config", default=gwlib.DEMO_JSON, help="base configuration")
     ap.add_argument("--mem-mb", type=int, default=1024)
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--build-dir", help="take srv6gw and srv6gw-ctl from this build directory "
+                    "(default: SRV6GW_BIN / SRV6GW_CTL, else SRC/build)")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 unless loss == 0, misses == 0 and every Apply succeeded")
     args = ap.parse_args()
@@ -378,6 +399,16 @@ def main():
         "encapsulated": tot["encap"], "passed_unencapsulated": misses,
         "dropped_by_reason": drops, "dropped_total": tot["drops_total"], "lost": lost}
     results["errors"] = errors
+    # run.py's contract (run_updates_under_load): the churn rate reached, the loss, one line.
+    churn = results.get("churn", {})
+    big = results.get("big_apply", {})
+    results["changes_per_second"] = churn.get("entries_per_s", 0.0)
+    results["packets_lost"] = lost
+    results["summary"] = (
+        f"one {big.get('changes', 0)}-rule Apply in {big.get('seconds', 0) * 1e3:.0f} ms; "
+        f"churn {churn.get('entries_per_s', 0):.0f} changes/s of {args.rate} asked; "
+        f"{tot['rx_host']} packets received, {lost} lost, {tot['drops_total']} dropped, "
+        f"{misses} steering misses" + (f"; {len(errors)} Applies refused" if errors else ""))
     print(f"packets: received {tot['rx_host']} (host port {stats['ports']['host']['ipackets']}), "
           f"sent {tot['tx_fabric']} (fabric port {stats['ports']['fabric']['opackets']}), "
           f"encapsulated {tot['encap']}, passed unencapsulated {misses}, dropped {drops or 0}; "

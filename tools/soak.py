@@ -34,7 +34,6 @@ import argparse
 import json
 import os
 import signal
-import struct
 import subprocess
 import sys
 import threading
@@ -50,17 +49,8 @@ CTL = os.environ.get("SRV6GW_CTL") or os.path.join(SRC, "build", "apps", "srv6gw
                                                    "srv6gw-ctl")
 DX4 = "fc00:0:1::d4"
 GW_MAC = "02:00:00:00:00:02"
-ASAN_QUARANTINE_MB = 8
-
-
-def asan_build(binary):
-    """True when the gateway is linked with AddressSanitizer (tools/sanitize.sh builds)."""
-    try:
-        out = subprocess.run(["ldd", binary], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return "libasan" in out
 RNIC_MAC = "02:00:00:00:00:01"
+ASAN_QUARANTINE_MB = 8
 
 
 def measured_policy(variant):
@@ -147,7 +137,7 @@ class Soak:
         self.applies = 0
         self.path_toggles = 0
         self.log = []
-        self.sanitized = asan_build(gwlib.BIN)
+        self.sanitized = gwlib.asan_build()
         if self.sanitized:
             print(f"gateway built with ASan: quarantine {ASAN_QUARANTINE_MB} MB, added to the "
                   "allowed RSS growth", flush=True)

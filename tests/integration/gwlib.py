@@ -62,6 +62,17 @@ def free_hugepages_mb():
         return 0
 
 
+def asan_build(binary=None):
+    """True when the gateway binary links AddressSanitizer (tools/sanitize.sh builds): tests
+    then allow for its slowdown and memory quarantine where they measure time or memory."""
+    try:
+        out = subprocess.run(["ldd", binary or BIN], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "libasan" in out
+
+
 def need_hugepages(mb):
     if os.geteuid() != 0:
         skip("needs root for hugepages (secondary DPDK processes attach through them)")

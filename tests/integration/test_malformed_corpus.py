@@ -31,7 +31,7 @@ from collections import Counter
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scenarios"))
 import gwlib  # noqa: E402
-from scenlib import (GW_FABRIC_MAC, LEAF_MAC, TPID_8021AD, TPID_8021Q, eth, fab,  # noqa: E402
+from scenlib import (LEAF_MAC, TPID_8021AD, TPID_8021Q, eth, fab,  # noqa: E402
                      roce4, roce6, srv6, write_pcap)
 from scapy.all import (IP, IPOption_NOP, IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment,  # noqa: E402
                        IPv6ExtHdrHopByHop, IPv6ExtHdrSegmentRouting, Raw, UDP, raw)

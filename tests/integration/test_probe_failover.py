@@ -30,7 +30,6 @@ import json
 import os
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -326,6 +325,13 @@ def run(fab, gws):
     events = []
     threading.Thread(target=lambda: [events.append(json.loads(ln)) for ln in watch.stdout],
                      daemon=True).start()
+    # The stream opens with SUBSCRIBED: until it arrived, a path-state event could happen
+    # before the subscription (a slow start of srv6gw-ctl on a busy machine) and be missed.
+    deadline = time.monotonic() + 60
+    while not any(e.get("kind") == "EVENT_KIND_SUBSCRIBED" for e in list(events)):
+        if time.monotonic() > deadline or watch.poll() is not None:
+            rl.fail(f"srv6gw-ctl watch did not subscribe within 60 s (exit {watch.poll()})")
+        time.sleep(0.05)
     tx = nl.packet_socket(fab.ns["ha"], "h0")
     taps = {k: nl.packet_socket(fab.ns["fb"], f"fb{k}") for k in (1, 2)}
     hb = nl.packet_socket(fab.ns["hb"], "h0")
@@ -409,7 +415,7 @@ def run(fab, gws):
     time.sleep(1.5)
     # While cut, DPDK telemetry (what dpdk-telemetry.py reads) reports the path down.
     during = gwlib.telemetry_query(gws[0]["prefix"], "/srv6gw/probes") or {}
-    log(f"telemetry /srv6gw/probes during the cut: " + ", ".join(
+    log("telemetry /srv6gw/probes during the cut: " + ", ".join(
         f"path {k} {v.get('state')} (lost {v.get('lost')})" for k, v in sorted(during.items())))
     grpc_stats = json.loads(ctl(gws[0], "--json", "stats"))
     grpc_probe = {int(p["path_id"]): p.get("probe", {}) for pol in grpc_stats.get("policies", [])
@@ -457,6 +463,9 @@ def run(fab, gws):
                     for e in events if e.get("kind") == "EVENT_KIND_PATH_STATE" and
                     int(e.get("path", {}).get("path_id", 0)) == victim]
     log(f"WatchEvents for path {victim}: {probe_events}")
+    lost_events = [e for e in events if e.get("kind") == "EVENT_KIND_EVENTS_LOST"]
+    if lost_events:
+        log(f"the watch stream reported lost events: {lost_events}")
     if ("PATH_STATE_DOWN", "probe-down") not in probe_events or \
             ("PATH_STATE_UP", "probe-up") not in probe_events:
         problems.append(f"no probe-down/probe-up PATH_STATE events for path {victim}: "
@@ -493,6 +502,9 @@ def run(fab, gws):
             log(f"WARNING: the surviving path p{other} was declared down {len(flaps)} times "
                 f"during the failover (the machine delayed probes past the timeout); the loss "
                 f"bound is not asserted")
+        elif gwlib.asan_build():
+            log("ASan build: the loss bound is not asserted (the sanitizer slows the probe "
+                "loop and both gateways' workers several times on 2 shared cores)")
         elif lost_before > 3 * bound + 50:
             problems.append(f"{lost_before} packets lost before the failover, more than 3 x "
                             f"{bound:.0f} + 50")

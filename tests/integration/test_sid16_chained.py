@@ -5,7 +5,6 @@
 # port. net_ring offers it and loops what the fabric port sends back into its RX; those frames
 # are not for our SIDs and pass (fabric-non-sid: pass) to the host port, whose net_pcap writes
 # them. So the host-side output holds every encapsulated frame, read back from a chained mbuf.
-import copy
 import ipaddress
 import json
 import logging

@@ -4,7 +4,6 @@
 # -f PREFIX with the commands piped on stdin (non-interactive: one JSON reply per line).
 # The telemetry socket is a plain unix socket, so this runs without hugepages.
 import json
-import os
 import shutil
 import subprocess
 import time

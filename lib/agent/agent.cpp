@@ -446,11 +446,13 @@ struct Agent::Impl final : public v1::Gateway::Service {
     const double persist_ms = ms_since(t2);
     extras = std::move(next_extras);
 
+    const auto t3 = Clock::now();
     index.commit(batch.delta());  // before `base` can be edited: delta() points into it
     spare = std::move(current_mutable);
     spare_behind = batch.take_changeset();
     current_mutable = next;
     publish(std::move(next));
+    const double commit_ms = ms_since(t3);
     bus.set_generation(generation);
     Event ev;
     ev.kind = EventKind::config_applied;
@@ -461,10 +463,13 @@ struct Agent::Impl final : public v1::Gateway::Service {
     const ChangeCounts& c = batch.counts();
     spdlog::info(
         "agent: generation {} from {}: policies +{} -{}, steering +{} -{}, local SIDs +{} -{} "
-        "(validate {:.1f} ms, edit {:.1f} ms, data plane {:.1f} ms, persist {:.1f} ms)",
+        "(validate {:.1f} ms, edit {:.1f} ms, data plane {:.1f} ms, persist {:.1f} ms); "
+        "validate = convert {:.1f} + delta {:.1f} + check {:.1f} ms; index commit {:.1f} ms; "
+        "in the handler {:.1f} ms",
         generation, ctx->peer(), c.policies_upserted, c.policies_deleted, c.steering_upserted,
         c.steering_deleted, c.local_sids_upserted, c.local_sids_deleted, batch_ms, edit_ms, sink_ms,
-        persist_ms);
+        persist_ms, batch.times().convert_ms, batch.times().delta_ms, batch.times().check_ms,
+        commit_ms, ms_since(t0));
     resp->set_generation(generation);
     return grpc::Status::OK;
   }

@@ -5,6 +5,7 @@
 #include "agent/batch.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <unordered_set>
 
@@ -157,7 +158,17 @@ Batch::Batch(const AgentState& base, const ConfigIndex& index,
 
 Batch::~Batch() = default;
 
+namespace {
+
+double ms_between(std::chrono::steady_clock::time_point a,
+                  std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
 std::optional<BatchError> Batch::run(Validation validation) {
+  const auto t_convert = std::chrono::steady_clock::now();
   // Net effect per key; slot = position in changeset_'s vectors.
   std::unordered_map<std::string, size_t> policy_slot;
   std::unordered_map<uint32_t, size_t> rule_slot;
@@ -297,7 +308,16 @@ std::optional<BatchError> Batch::run(Validation validation) {
                        "upsert_steering, delete_steering, upsert_local_sid, delete_local_sid");
     }
   }
+  const auto t_delta = std::chrono::steady_clock::now();
+  times_.convert_ms = ms_between(t_convert, t_delta);
   build_delta();
+  const auto t_check = std::chrono::steady_clock::now();
+  times_.delta_ms = ms_between(t_delta, t_check);
+  struct CheckTimer {
+    Times& times;
+    std::chrono::steady_clock::time_point start;
+    ~CheckTimer() { times.check_ms = ms_between(start, std::chrono::steady_clock::now()); }
+  } check_timer{times_, t_check};
 
   if (validation == Validation::full) {
     // The file loader's check over the whole result (tests compare it with the indexes').

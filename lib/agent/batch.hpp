@@ -97,6 +97,14 @@ class Batch {
 
   const ChangeCounts& counts() const { return counts_; }
 
+  // Where run() spent its time (for the agent's log line of each Apply).
+  struct Times {
+    double convert_ms = 0;  // the changes from protobuf to model objects, net per key
+    double delta_ms = 0;    // the net changes against the running state
+    double check_ms = 0;    // validation
+  };
+  const Times& times() const { return times_; }
+
  private:
   std::optional<BatchError> still_used(const std::string& policy, uint32_t rule_id,
                                        const std::string& rule_path) const;
@@ -108,6 +116,7 @@ class Batch {
   Changeset changeset_;
   ConfigDelta delta_;
   ChangeCounts counts_;
+  Times times_;
   // Which change last wrote each key, for describe().
   std::unordered_map<std::string, int> policy_change_;
   std::unordered_map<uint32_t, int> rule_change_;

@@ -14,6 +14,8 @@
 
 #include "agent/config_index.hpp"
 #include "agent/event_bus.hpp"
+#include "agent/flat_map.hpp"
+#include "agent/huge_pages.hpp"
 #include "config/model.hpp"
 #include "srv6gw/v1/srv6gw.pb.h"
 
@@ -23,7 +25,7 @@ namespace srv6gw::agent {
 // sorted by id, for paging.
 class SteeringIndex {
  public:
-  std::unordered_map<uint32_t, uint32_t> position;  // id -> index in config.steering
+  FlatMap<uint32_t, uint32_t> position;  // id -> index in config.steering
   // Positions of config.steering ordered by rule id. Thread-safe, built once.
   const std::vector<uint32_t>& by_id(const std::vector<config::SteeringRule>& rules) const;
 
@@ -50,7 +52,9 @@ std::shared_ptr<AgentState> copy_state(const AgentState& s);
 // rules too), which is how the agent brings its spare state up to date.
 struct Changeset {
   std::vector<std::pair<std::string, std::optional<config::Policy>>> policies;
-  std::vector<std::pair<uint32_t, std::optional<config::SteeringRule>>> rules;
+  // Up to one entry per rule of a batch (100k: ~10 MB): in huge pages.
+  using RuleChange = std::pair<uint32_t, std::optional<config::SteeringRule>>;
+  std::vector<RuleChange, HugePageAllocator<RuleChange>> rules;
   std::vector<std::pair<net::Ipv6Addr, std::optional<config::LocalSid>>> local_sids;
   size_t size() const { return policies.size() + rules.size() + local_sids.size(); }
 };
@@ -119,7 +123,12 @@ class Batch {
   Times times_;
   // Which change last wrote each key, for describe().
   std::unordered_map<std::string, int> policy_change_;
-  std::unordered_map<uint32_t, int> rule_change_;
+  // Per rule id of the batch: its slot in changeset_.rules and the change that last wrote it.
+  struct RuleSlot {
+    uint32_t slot = 0;
+    int change = 0;
+  };
+  FlatMap<uint32_t, RuleSlot> rule_slot_;
   std::map<net::Ipv6Addr, int> local_sid_change_;
 };
 

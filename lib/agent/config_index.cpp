@@ -105,6 +105,9 @@ void ConfigIndex::commit(const ConfigDelta& delta) {
     add_policy(*d.after);
     policy_users_[d.after->name] = users;
   }
+  size_t added = 0;
+  for (const RuleDelta& d : delta.rules) added += d.after && !d.before;
+  matches_.reserve(matches_.size() + added);  // one growth, not a doubling per power of two
   for (const RuleDelta& d : delta.rules) {
     if (d.after) add_rule(*d.after);
   }
@@ -288,8 +291,7 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
     }
     return e;
   }
-  std::unordered_map<config::SteeringMatch, const RuleDelta*, config::SteeringMatchHash>
-      batch_matches;
+  FlatMap<config::SteeringMatch, const RuleDelta*, config::SteeringMatchHash> batch_matches;
   batch_matches.reserve(delta.rules.size());
   // qp-range rules of the batch by scope, then qp_low.
   std::map<config::SteeringMatch, std::map<uint32_t, const RuleDelta*>> batch_ranges;
@@ -305,14 +307,14 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
                       "unknown policy '" + r.policy + "'"));
     }
     const config::SteeringMatch m = config::steering_match(r);
-    if (auto it = matches_.find(m); it != matches_.end() && !touched(it->second)) {
+    if (const uint32_t* id = matches_.find(m); id && !touched(*id)) {
       return fail(err(config::rule_path(r, d.after_index),
-                      "same match as " + running_rule_path(running, it->second, m)));
+                      "same match as " + running_rule_path(running, *id, m)));
     }
-    if (auto [it, fresh] = batch_matches.emplace(m, &d); !fresh) {
+    if (auto [other, fresh] = batch_matches.try_emplace(m, &d); !fresh) {
       return fail(
           err(config::rule_path(r, d.after_index),
-              "same match as " + config::rule_path(*it->second->after, it->second->after_index)));
+              "same match as " + config::rule_path(*(*other)->after, (*other)->after_index)));
     }
     if (r.kind == config::SteeringKind::qp_range)
       batch_ranges[config::qp_range_scope(r)].emplace(r.qp_low, &d);

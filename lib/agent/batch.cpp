@@ -72,8 +72,22 @@ namespace {
 
 // Room to add rules in place without moving every rule to a new allocation at the first
 // addition (amortised afterwards by the vector's growth).
+// Room for `needed` rules and some headroom, in one allocation that asks for huge pages: a
+// 100k-rule vector is ~9 MB, and the vector's own doubling would copy every rule at each
+// power of two into fresh 4 KiB pages (a fault each, ~10 us here).
+void reserve_rules(std::vector<config::SteeringRule>& rules, size_t needed) {
+  const size_t capacity = needed + std::max<size_t>(needed / 4, 1024);
+  if (capacity <= rules.capacity()) return;
+  std::vector<config::SteeringRule> grown;
+  grown.reserve(capacity);
+  advise_huge_pages(grown.data(), capacity * sizeof(config::SteeringRule));
+  grown.insert(grown.end(), std::make_move_iterator(rules.begin()),
+               std::make_move_iterator(rules.end()));
+  rules.swap(grown);
+}
+
 void reserve_headroom(std::vector<config::SteeringRule>& rules) {
-  rules.reserve(rules.size() + std::max<size_t>(rules.size() / 4, 1024));
+  reserve_rules(rules, rules.size());
 }
 
 }  // namespace
@@ -104,6 +118,11 @@ void apply_changeset(const Changeset& changes, AgentState& state) {
   index->position = std::move(state.steering_index->position);
   state.steering_index = index;
   auto& position = index->position;
+  if (changes.rules_added > 0) {
+    if (cfg.steering.size() + changes.rules_added > cfg.steering.capacity())
+      reserve_rules(cfg.steering, cfg.steering.size() + changes.rules_added);
+    position.reserve(position.size() + changes.rules_added);
+  }
   for (const auto& [id, rule] : changes.rules) {
     const uint32_t* at = position.find(id);
     if (rule) {
@@ -382,6 +401,7 @@ void Batch::build_delta() {
     if (d.before && d.after && *d.before == *d.after) continue;
     if (d.before || d.after) delta_.rules.push_back(d);
   }
+  changeset_.rules_added = appended - before.steering.size();
   // Configuration order, as config::validate() meets them (deletions last): of two rules of
   // the batch with one match, the later is the one refused.
   std::sort(delta_.rules.begin(), delta_.rules.end(), [](const RuleDelta& a, const RuleDelta& b) {

@@ -56,6 +56,9 @@ struct Changeset {
   using RuleChange = std::pair<uint32_t, std::optional<config::SteeringRule>>;
   std::vector<RuleChange, HugePageAllocator<RuleChange>> rules;
   std::vector<std::pair<net::Ipv6Addr, std::optional<config::LocalSid>>> local_sids;
+  // How many rules the changeset adds to its base (a hint to grow the rule vector and its
+  // index once; 0 = unknown).
+  size_t rules_added = 0;
   size_t size() const { return policies.size() + rules.size() + local_sids.size(); }
 };
 

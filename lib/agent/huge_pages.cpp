@@ -35,6 +35,12 @@ void* huge_alloc(size_t bytes) {
   return reinterpret_cast<void*>(aligned);
 }
 
+void advise_huge_pages(void* p, size_t bytes) {
+  const uintptr_t begin = (uintptr_t(p) + kHugePage - 1) & ~uintptr_t(kHugePage - 1);
+  const uintptr_t end = (uintptr_t(p) + bytes) & ~uintptr_t(kHugePage - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
 void huge_free(void* p, size_t bytes) {
   if (!p) return;
   if (bytes < kHugePage) {

@@ -18,6 +18,10 @@ namespace srv6gw::agent {
 void* huge_alloc(size_t bytes);
 void huge_free(void* p, size_t bytes);
 
+// Asks for huge pages on the 2 MiB-aligned part of [p, p + bytes) (memory from elsewhere, e.g.
+// a std::vector of the configuration model, before it is first touched). Advice only.
+void advise_huge_pages(void* p, size_t bytes);
+
 // A std allocator over huge_alloc, for vectors that grow to megabytes.
 template <class T>
 struct HugePageAllocator {

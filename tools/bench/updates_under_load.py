@@ -228,6 +228,9 @@ class Daemon:
                 m2 = re.search(r"validate = convert ([\d.]+) \+ delta ([\d.]+) \+ check "
                                r"([\d.]+) ms; index commit ([\d.]+) ms; in the handler "
                                r"([\d.]+) ms", line)
+                m3 = re.search(r"after parsing the request in ([\d.]+) ms", line)
+                if m3:
+                    phases["parse_ms"] = float(m3.group(1))
                 if m2:
                     phases.update({"convert_ms": float(m2.group(1)),
                                    "delta_ms": float(m2.group(2)),
@@ -319,7 +322,8 @@ def main():
               f"validate {big.get('validate_ms')} ms, edit {big.get('edit_ms')} ms, "
               f"data plane {big.get('data_plane_ms')} ms, "
               f"persist {big.get('persist_ms')} ms, commit {big.get('commit_ms')} ms, "
-              f"in the handler {big.get('handler_ms')} ms "
+              f"in the handler {big.get('handler_ms')} ms, request parse "
+              f"{big.get('parse_ms')} ms "
               f"(convert {big.get('convert_ms')}, delta {big.get('delta_ms')}, "
               f"check {big.get('check_ms')}); {big['packets_during']} packets forwarded "
               f"meanwhile", flush=True)

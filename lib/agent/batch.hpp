@@ -14,6 +14,8 @@
 
 #include "agent/config_index.hpp"
 #include "agent/event_bus.hpp"
+#include "agent/flat_map.hpp"
+#include "agent/huge_pages.hpp"
 #include "config/model.hpp"
 #include "srv6gw/v1/srv6gw.pb.h"
 
@@ -23,7 +25,7 @@ namespace srv6gw::agent {
 // sorted by id, for paging.
 class SteeringIndex {
  public:
-  std::unordered_map<uint32_t, uint32_t> position;  // id -> index in config.steering
+  FlatMap<uint32_t, uint32_t> position;  // id -> index in config.steering
   // Positions of config.steering ordered by rule id. Thread-safe, built once.
   const std::vector<uint32_t>& by_id(const std::vector<config::SteeringRule>& rules) const;
 
@@ -50,8 +52,13 @@ std::shared_ptr<AgentState> copy_state(const AgentState& s);
 // rules too), which is how the agent brings its spare state up to date.
 struct Changeset {
   std::vector<std::pair<std::string, std::optional<config::Policy>>> policies;
-  std::vector<std::pair<uint32_t, std::optional<config::SteeringRule>>> rules;
+  // Up to one entry per rule of a batch (100k: ~10 MB): in huge pages.
+  using RuleChange = std::pair<uint32_t, std::optional<config::SteeringRule>>;
+  std::vector<RuleChange, HugePageAllocator<RuleChange>> rules;
   std::vector<std::pair<net::Ipv6Addr, std::optional<config::LocalSid>>> local_sids;
+  // How many rules the changeset adds to its base (a hint to grow the rule vector and its
+  // index once; 0 = unknown).
+  size_t rules_added = 0;
   size_t size() const { return policies.size() + rules.size() + local_sids.size(); }
 };
 
@@ -97,6 +104,14 @@ class Batch {
 
   const ChangeCounts& counts() const { return counts_; }
 
+  // Where run() spent its time (for the agent's log line of each Apply).
+  struct Times {
+    double convert_ms = 0;  // the changes from protobuf to model objects, net per key
+    double delta_ms = 0;    // the net changes against the running state
+    double check_ms = 0;    // validation
+  };
+  const Times& times() const { return times_; }
+
  private:
   std::optional<BatchError> still_used(const std::string& policy, uint32_t rule_id,
                                        const std::string& rule_path) const;
@@ -108,9 +123,15 @@ class Batch {
   Changeset changeset_;
   ConfigDelta delta_;
   ChangeCounts counts_;
+  Times times_;
   // Which change last wrote each key, for describe().
   std::unordered_map<std::string, int> policy_change_;
-  std::unordered_map<uint32_t, int> rule_change_;
+  // Per rule id of the batch: its slot in changeset_.rules and the change that last wrote it.
+  struct RuleSlot {
+    uint32_t slot = 0;
+    int change = 0;
+  };
+  FlatMap<uint32_t, RuleSlot> rule_slot_;
   std::map<net::Ipv6Addr, int> local_sid_change_;
 };
 

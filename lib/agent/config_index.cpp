@@ -105,6 +105,9 @@ void ConfigIndex::commit(const ConfigDelta& delta) {
     add_policy(*d.after);
     policy_users_[d.after->name] = users;
   }
+  size_t added = 0;
+  for (const RuleDelta& d : delta.rules) added += d.after && !d.before;
+  matches_.reserve(matches_.size() + added);  // one growth, not a doubling per power of two
   for (const RuleDelta& d : delta.rules) {
     if (d.after) add_rule(*d.after);
   }
@@ -242,7 +245,7 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
   // Ids whose running rule goes away: a sorted vector (one allocation, binary searched)
   // rather than a node per id, which cost more than the rest of a 100k-rule check.
   std::vector<uint32_t> touched_ids;
-  touched_ids.reserve(delta.rules.size() * 2);
+  touched_ids.reserve(delta.rules.size());
   auto touched = [&touched_ids](uint32_t id) {
     return std::binary_search(touched_ids.begin(), touched_ids.end(), id);
   };
@@ -254,10 +257,9 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
       counts.add(*d.before, -1);
       --users_delta[d.before->policy];
     }
-    if (d.after) {
-      touched_ids.push_back(d.after->id);
-      ++users_delta[d.after->policy];
-    }
+    // An id new to the batch (no `before`) names no running rule, and `touched` is asked
+    // only about running rules: not pushed (a 100k-rule addition sorts nothing).
+    if (d.after) ++users_delta[d.after->policy];
   }
   std::sort(touched_ids.begin(), touched_ids.end());
   // A policy deleted by the batch must not be left with users.
@@ -288,11 +290,13 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
     }
     return e;
   }
-  std::unordered_map<config::SteeringMatch, const RuleDelta*, config::SteeringMatchHash>
-      batch_matches;
+  FlatMap<config::SteeringMatch, const RuleDelta*, config::SteeringMatchHash> batch_matches;
   batch_matches.reserve(delta.rules.size());
   // qp-range rules of the batch by scope, then qp_low.
   std::map<config::SteeringMatch, std::map<uint32_t, const RuleDelta*>> batch_ranges;
+  std::string_view last_policy;
+  bool last_policy_exists = false;
+  bool have_last_policy = false;
   for (const RuleDelta& d : delta.rules) {
     if (!d.after) continue;
     const config::SteeringRule& r = *d.after;
@@ -300,19 +304,25 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
     // Added in configuration order: the rule that fills a table past its capacity is named.
     counts.add(r, 1);
     if (auto e = counts.check(caps, r, d.after_index)) return fail(*e);
-    if (!policy_exists(r.policy)) {
+    // Most rules of a big batch name the policy of the rule before: looked up once per run.
+    if (!have_last_policy || r.policy != last_policy) {
+      have_last_policy = true;
+      last_policy = r.policy;
+      last_policy_exists = policy_exists(r.policy);
+    }
+    if (!last_policy_exists) {
       return fail(err(config::rule_path(r, d.after_index) + "/policy",
                       "unknown policy '" + r.policy + "'"));
     }
     const config::SteeringMatch m = config::steering_match(r);
-    if (auto it = matches_.find(m); it != matches_.end() && !touched(it->second)) {
+    if (const uint32_t* id = matches_.find(m); id && !touched(*id)) {
       return fail(err(config::rule_path(r, d.after_index),
-                      "same match as " + running_rule_path(running, it->second, m)));
+                      "same match as " + running_rule_path(running, *id, m)));
     }
-    if (auto [it, fresh] = batch_matches.emplace(m, &d); !fresh) {
+    if (auto [other, fresh] = batch_matches.try_emplace(m, &d); !fresh) {
       return fail(
           err(config::rule_path(r, d.after_index),
-              "same match as " + config::rule_path(*it->second->after, it->second->after_index)));
+              "same match as " + config::rule_path(*(*other)->after, (*other)->after_index)));
     }
     if (r.kind == config::SteeringKind::qp_range)
       batch_ranges[config::qp_range_scope(r)].emplace(r.qp_low, &d);

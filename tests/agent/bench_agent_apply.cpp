@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -92,6 +93,22 @@ int main(int argc, char** argv) {
     return 1;
   }
   spdlog::set_level(spdlog::level::info);
+  {
+    // What the server's gRPC layer does with the request before and after the handler:
+    // parse the wire bytes into a message, and free it after the response.
+    const std::string wire = upserts(n, 1, "base").SerializeAsString();
+    auto t0 = std::chrono::steady_clock::now();
+    auto parsed = std::make_unique<v1::ApplyRequest>();
+    const bool parsed_ok = parsed->ParseFromString(wire);
+    auto t1 = std::chrono::steady_clock::now();
+    parsed.reset();
+    auto t2 = std::chrono::steady_clock::now();
+    auto ms = [](auto a, auto b) {
+      return std::chrono::duration<double, std::milli>(b - a).count();
+    };
+    std::printf("protobuf alone, %u upserts (%.1f MB): parse %.1f ms%s, free %.1f ms\n", n,
+                double(wire.size()) / 1e6, ms(t0, t1), parsed_ok ? "" : " (FAILED)", ms(t1, t2));
+  }
   test::TempDir dir;
   config::GatewayConfig cfg = test::base_config();
   cfg.fabric_nexthop_mac = *net::parse_mac("02:00:00:00:03:03");

@@ -4,6 +4,7 @@
 // input, deletes, paging, events, health, the socket itself and the option parser.
 #include <google/protobuf/util/message_differencer.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/client_unary_call.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -210,6 +211,39 @@ TEST_F(AgentServer, DryRunValidatesAndChangesNothing) {
   EXPECT_NE(st.error_message().find("changes[2].upsert_steering.policy: unknown policy"),
             std::string::npos)
       << st.error_message();
+}
+
+// Apply parses its own request (into an arena): bytes that are not an ApplyRequest are
+// refused as the generated handler refuses them (INTERNAL), nothing changes, and a large
+// batch (an arena of several blocks) applies afterwards and reads back.
+TEST_F(AgentServer, UndecodableApplyBytesAreRefusedAndChangeNothing) {
+  auto channel = grpc::CreateChannel(agent->address(), grpc::InsecureChannelCredentials());
+  const grpc::internal::RpcMethod method("/srv6gw.v1.Gateway/Apply",
+                                         grpc::internal::RpcMethod::NORMAL_RPC);
+  // Field 1 (changes), length-delimited, with a length varint that never ends.
+  const std::string junk = "\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff";
+  grpc::Slice slice(junk);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  grpc::ClientContext ctx;
+  const grpc::Status st = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+      channel.get(), method, &ctx, request, &response);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INTERNAL) << st.error_message();
+  EXPECT_EQ(generation(), 0u);
+  EXPECT_EQ(agent->state()->config, base_config());
+  EXPECT_FALSE(std::filesystem::exists(options.state_path));
+
+  v1::ApplyRequest big;
+  for (uint32_t id = 1; id <= 5000; ++id) {
+    *big.add_changes()->mutable_upsert_steering() = exact_rule(id, ipv4_from(id), id, "base");
+  }
+  v1::ApplyResponse resp;
+  const grpc::Status applied = apply(big, &resp);
+  ASSERT_TRUE(applied.ok()) << applied.error_message();
+  EXPECT_EQ(resp.generation(), 1u);
+  EXPECT_EQ(resp.counts().steering_upserted(), 5000u);
+  const auto rules = all_rules();
+  ASSERT_EQ(rules.size(), 5000u + base_config().steering.size());
 }
 
 TEST_F(AgentServer, StaleGenerationIsRefused) {

@@ -165,8 +165,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   FUZZ_CHECK(next->steering_index->position.size() == cfg.steering.size());
   for (size_t k = 0; k < cfg.steering.size(); ++k) {
-    const auto it = next->steering_index->position.find(cfg.steering[k].id);
-    FUZZ_CHECK(it != next->steering_index->position.end() && it->second == k);
+    const uint32_t* at = next->steering_index->position.find(cfg.steering[k].id);
+    FUZZ_CHECK(at && *at == k);
   }
   return 0;
 }

@@ -241,8 +241,22 @@ class Daemon:
         for line in self.log:
             m = pat.search(line)
             if m:
-                return {"validate_ms": float(m.group(1)), "edit_ms": float(m.group(2)),
-                        "data_plane_ms": float(m.group(3)), "persist_ms": float(m.group(4))}
+                phases = {"validate_ms": float(m.group(1)), "edit_ms": float(m.group(2)),
+                          "data_plane_ms": float(m.group(3)), "persist_ms": float(m.group(4))}
+                # The split of validate and the handler's whole time (absent from older logs).
+                m2 = re.search(r"validate = convert ([\d.]+) \+ delta ([\d.]+) \+ check "
+                               r"([\d.]+) ms; index commit ([\d.]+) ms; in the handler "
+                               r"([\d.]+) ms", line)
+                m3 = re.search(r"after parsing the request in ([\d.]+) ms", line)
+                if m3:
+                    phases["parse_ms"] = float(m3.group(1))
+                if m2:
+                    phases.update({"convert_ms": float(m2.group(1)),
+                                   "delta_ms": float(m2.group(2)),
+                                   "check_ms": float(m2.group(3)),
+                                   "commit_ms": float(m2.group(4)),
+                                   "handler_ms": float(m2.group(5))})
+                return phases
         return None
 
 
@@ -328,7 +342,11 @@ def main():
               f"{big['entries_per_s']:.0f} entries/s; agent: "
               f"validate {big.get('validate_ms')} ms, edit {big.get('edit_ms')} ms, "
               f"data plane {big.get('data_plane_ms')} ms, "
-              f"persist {big.get('persist_ms')} ms; {big['packets_during']} packets forwarded "
+              f"persist {big.get('persist_ms')} ms, commit {big.get('commit_ms')} ms, "
+              f"in the handler {big.get('handler_ms')} ms, request parse "
+              f"{big.get('parse_ms')} ms "
+              f"(convert {big.get('convert_ms')}, delta {big.get('delta_ms')}, "
+              f"check {big.get('check_ms')}); {big['packets_during']} packets forwarded "
               f"meanwhile", flush=True)
 
         # (b) sustained churn.

@@ -4,6 +4,7 @@
 # hugepage checks, tshark field extraction.
 import atexit
 import glob
+import json
 import os
 import shutil
 import signal
@@ -224,6 +225,54 @@ def tshark_fields(pcap, fields, display_filter=None):
 
 def pcap_count(pcap):
     return len(tshark_fields(pcap, ["frame.number"]))
+
+
+def start_logged(name, work, eal, app, enter=None, timeout=30):
+    """Starts the daemon with stdout and stderr in files of `work` (<name>-stdout.txt,
+    <name>-stderr.txt), inside `enter` when given (a context manager such as
+    netns_lib.open_in_netns(ns): the process is created there, where its net_af_packet vdevs
+    find their interfaces), and waits until its worker polls. Fails with the daemon's stderr
+    if it does not get there within `timeout` s. Returns {"p", "err", "out"}."""
+    import contextlib
+    err_path = os.path.join(work, f"{name}-stderr.txt")
+    out_path = os.path.join(work, f"{name}-stdout.txt")
+    err_f, out_f = open(err_path, "w"), open(out_path, "w")
+    with enter if enter is not None else contextlib.nullcontext():
+        p = start(eal, app, stdout=out_f, stderr=err_f)
+    err_f.close()
+    out_f.close()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(err_path) as f:
+            err = f.read()
+        if "worker 0 on lcore" in err:
+            time.sleep(0.3)  # the worker's first RX burst
+            return {"p": p, "err": err_path, "out": out_path}
+        if p.poll() is not None:
+            break
+        time.sleep(0.1)
+    with open(err_path) as f:
+        fail(f"gateway {name} did not start (exit code {p.poll()}):\n{f.read()[-3000:]}")
+
+
+def stop_checked(g, stats_json, timeout=20):
+    """SIGTERM to a start_logged() daemon; fails unless it exits 0 within `timeout` s.
+    Returns (its --stats-json document, stdout, stderr)."""
+    g["p"].send_signal(signal.SIGTERM)
+    try:
+        rc = g["p"].wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        g["p"].kill()
+        g["p"].wait()
+        fail(f"a gateway did not stop within {timeout} s of SIGTERM")
+    with open(g["err"]) as f:
+        err = f.read()
+    with open(g["out"]) as f:
+        out = f.read()
+    if rc != 0:
+        fail(f"gateway exit code {rc}:\n{err[-3000:]}")
+    with open(stats_json) as f:
+        return json.load(f), out, err
 
 
 CTL = os.environ.get("SRV6GW_CTL") or os.path.join(os.path.dirname(BIN), "..", "srv6gw-ctl",

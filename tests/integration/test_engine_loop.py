@@ -25,7 +25,6 @@
 import json
 import multiprocessing
 import os
-import signal
 import socket
 import struct
 import sys
@@ -94,49 +93,19 @@ def start_gateway(chain, role, work, name, config, host_if, fabric_if, main_lcor
     cfg_path = os.path.join(work, f"{name}.json")
     with open(cfg_path, "w") as f:
         json.dump(config, f, indent=2)
-    prefix = gwlib.unique_prefix(f"engine_{name}")
     stats_json = os.path.join(work, f"{name}-stats.json")
-    err_path = os.path.join(work, f"{name}-stderr.txt")
-    out_path = os.path.join(work, f"{name}-stdout.txt")
-    eal = gwlib.eal_args(prefix, [f"net_af_packet0,iface={host_if},qpairs=1",
-                                  f"net_af_packet1,iface={fabric_if},qpairs=1"])
+    eal = gwlib.eal_args(gwlib.unique_prefix(f"engine_{name}"),
+                         [f"net_af_packet0,iface={host_if},qpairs=1",
+                          f"net_af_packet1,iface={fabric_if},qpairs=1"])
     eal += ["--main-lcore", str(main_lcore)]  # the two workers on different cores
-    err_f, out_f = open(err_path, "w"), open(out_path, "w")
-    with nl.open_in_netns(chain.ns[role]):
-        p = gwlib.start(eal, ["--config", cfg_path, "--stats-json", stats_json],
-                        stdout=out_f, stderr=err_f)
-    err_f.close()
-    out_f.close()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with open(err_path) as f:
-            err = f.read()
-        if "worker 0 on lcore" in err:
-            time.sleep(0.3)
-            return {"p": p, "stats": stats_json, "err": err_path, "out": out_path}
-        if p.poll() is not None:
-            break
-        time.sleep(0.1)
-    with open(err_path) as f:
-        rl.fail(f"gateway {name} did not start (exit code {p.poll()}):\n{f.read()[-3000:]}")
+    g = gwlib.start_logged(name, work, eal, ["--config", cfg_path, "--stats-json", stats_json],
+                           enter=nl.open_in_netns(chain.ns[role]))
+    g["stats"] = stats_json
+    return g
 
 
 def stop_gateway(g):
-    g["p"].send_signal(signal.SIGTERM)
-    try:
-        rc = g["p"].wait(timeout=20)
-    except Exception:
-        g["p"].kill()
-        g["p"].wait()
-        rl.fail("a gateway did not stop within 20 s of SIGTERM")
-    with open(g["err"]) as f:
-        err = f.read()
-    with open(g["out"]) as f:
-        out = f.read()
-    if rc != 0:
-        rl.fail(f"gateway exit code {rc}:\n{err[-3000:]}")
-    with open(g["stats"]) as f:
-        return json.load(f), out, err
+    return gwlib.stop_checked(g, g["stats"], timeout=20)
 
 
 def srh_tag(frame):

@@ -27,8 +27,6 @@
 import ipaddress
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 
@@ -518,48 +516,17 @@ def start_gateway(chain, work, config):
     cfg_path = os.path.join(work, "gateway.json")
     with open(cfg_path, "w") as f:
         json.dump(config, f, indent=2)
-    prefix = gwlib.unique_prefix("kernel_e2e")
     stats_json = os.path.join(work, "stats.json")
-    err_path = os.path.join(work, "stderr.txt")
-    out_path = os.path.join(work, "stdout.txt")
-    eal = gwlib.eal_args(prefix, ["net_af_packet0,iface=lft0,qpairs=1",
-                                  "net_af_packet1,iface=rgt0,qpairs=1"])
-    err_f, out_f = open(err_path, "w"), open(out_path, "w")
+    eal = gwlib.eal_args(gwlib.unique_prefix("kernel_e2e"),
+                         ["net_af_packet0,iface=lft0,qpairs=1",
+                          "net_af_packet1,iface=rgt0,qpairs=1"])
     # Started from a thread inside the gw namespace: the daemon lives there, where its
     # net_af_packet vdevs find the veth ends.
-    with nl.open_in_netns(chain.ns["gw"]):
-        p = gwlib.start(eal, ["--config", cfg_path, "--stats-json", stats_json],
-                        stdout=out_f, stderr=err_f)
-    err_f.close()
-    out_f.close()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with open(err_path) as f:
-            err = f.read()
-        if "worker 0 on lcore" in err:
-            time.sleep(0.3)  # the worker's first RX burst
-            return p, stats_json, err_path, out_path
-        if p.poll() is not None:
-            break
-        time.sleep(0.1)
-    with open(err_path) as f:
-        err = f.read()
-    rl.fail(f"the gateway did not start (exit code {p.poll()}):\n{err[-3000:]}")
-
-
-def stop_gateway(p, err_path, out_path):
-    p.send_signal(signal.SIGTERM)
-    try:
-        rc = p.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-        rl.fail("the gateway did not stop within 20 s of SIGTERM")
-    with open(out_path) as f:
-        out = f.read()
-    with open(err_path) as f:
-        err = f.read()
-    return rc, out, err
+    g = gwlib.start_logged("gateway", work, eal,
+                           ["--config", cfg_path, "--stats-json", stats_json],
+                           enter=nl.open_in_netns(chain.ns["gw"]))
+    g["stats"] = stats_json
+    return g
 
 
 def check_stats(stats, groups, sent_a, sent_b):
@@ -604,18 +571,15 @@ def main():
         if not usid_ok:
             log(f"note: no NEXT-C-SID policy: {usid_reason}")
         config = gateway_config(groups, macs["fab1"], macs["host"])
-        p, stats_json, err_path, out_path = start_gateway(chain, work, config)
+        gw = start_gateway(chain, work, config)
+        p = gw["p"]
         log(f"gateway up in namespace {chain.ns['gw']} after {time.monotonic() - started:.1f} s")
 
         failures_a, sent_a = run_direction_a(chain, groups, macs)
         failures_b, sent_b = run_direction_b(chain, macs)
 
-        rc, out, err = stop_gateway(p, err_path, out_path)
+        stats, out, err = gwlib.stop_checked(gw, gw["stats"], timeout=20)
         p = None
-        if rc != 0:
-            rl.fail(f"gateway exit code {rc}:\n{err[-3000:]}")
-        with open(stats_json) as f:
-            stats = json.load(f)
         stat_problems = check_stats(stats, groups, sent_a, sent_b)
         tot = stats["total"]
         log(f"gateway: rx host {tot['rx_host']} fabric {tot['rx_fabric']}, encap {tot['encap']}, "

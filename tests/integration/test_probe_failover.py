@@ -222,50 +222,20 @@ def start_gateway(fab, role, work, name, config, main_lcore, agent_sock=None):
         json.dump(config, f, indent=2)
     prefix = gwlib.unique_prefix(f"probe_{name}")
     stats_json = os.path.join(work, f"{name}-stats.json")
-    err_path = os.path.join(work, f"{name}-stderr.txt")
-    out_path = os.path.join(work, f"{name}-stdout.txt")
     eal = gwlib.eal_args(prefix, ["net_af_packet0,iface=hst,qpairs=1",
                                   "net_af_packet1,iface=fab,qpairs=1"])
     eal += ["--main-lcore", str(main_lcore)]
-    err_f, out_f = open(err_path, "w"), open(out_path, "w")
-    with nl.open_in_netns(fab.ns[role]):
-        agent = (["--agent-listen", "unix:" + agent_sock, "--agent-state", "none"]
-                 if agent_sock else [])
-        p = gwlib.start(eal, ["--config", cfg_path, "--stats-json", stats_json] + agent,
-                        stdout=out_f, stderr=err_f)
-    err_f.close()
-    out_f.close()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with open(err_path) as f:
-            err = f.read()
-        if "worker 0 on lcore" in err:
-            time.sleep(0.3)
-            return {"p": p, "stats": stats_json, "err": err_path, "out": out_path,
-                    "prefix": prefix, "sock": agent_sock}
-        if p.poll() is not None:
-            break
-        time.sleep(0.1)
-    with open(err_path) as f:
-        rl.fail(f"gateway {name} did not start (exit code {p.poll()}):\n{f.read()[-3000:]}")
+    agent = (["--agent-listen", "unix:" + agent_sock, "--agent-state", "none"]
+             if agent_sock else [])
+    g = gwlib.start_logged(name, work, eal,
+                           ["--config", cfg_path, "--stats-json", stats_json] + agent,
+                           enter=nl.open_in_netns(fab.ns[role]))
+    g.update({"stats": stats_json, "prefix": prefix, "sock": agent_sock})
+    return g
 
 
 def stop_gateway(g):
-    g["p"].send_signal(signal.SIGTERM)
-    try:
-        rc = g["p"].wait(timeout=60)
-    except Exception:
-        g["p"].kill()
-        g["p"].wait()
-        rl.fail("a gateway did not stop within 60 s of SIGTERM")
-    with open(g["err"]) as f:
-        err = f.read()
-    with open(g["out"]) as f:
-        out = f.read()
-    if rc != 0:
-        rl.fail(f"gateway exit code {rc}:\n{err[-3000:]}")
-    with open(g["stats"]) as f:
-        return json.load(f), out, err
+    return gwlib.stop_checked(g, g["stats"], timeout=60)
 
 
 def data_psn(frame):

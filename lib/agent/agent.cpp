@@ -404,6 +404,30 @@ struct Agent::Impl final : public v1::Gateway::Service {
     return current;
   }
 
+  static std::string stale_generation(uint64_t expected, uint64_t running) {
+    return "stale generation: expected_generation is " + std::to_string(expected) +
+           ", the running generation is " + std::to_string(running);
+  }
+
+  // Writes the state file for `generation` (when the agent persists). On failure puts the
+  // data plane back to `previous` (by `undo`, the inverse of the steering delta just applied)
+  // and returns the UNAVAILABLE status to answer with; nothing when it was written.
+  std::optional<grpc::Status> persist_or_roll_back(const config::GatewayConfig& cfg,
+                                                   uint64_t generation, const StateExtras& extras,
+                                                   const config::GatewayConfig& previous,
+                                                   const policy::SteeringDelta& undo) {
+    if (options.state_path.empty()) return std::nullopt;
+    const std::string why = write_state_file(options.state_path, cfg, generation, extras);
+    if (why.empty()) return std::nullopt;
+    spdlog::error("agent: cannot persist generation {}: {}; rolling back", generation, why);
+    if (auto e = sink.apply_delta(previous, undo))
+      spdlog::critical(
+          "agent: ROLLBACK FAILED, the data plane runs an unpersisted configuration: {}: {}",
+          e->path, e->message);
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the state could not be persisted (" + why +
+                                                           "); the change was rolled back");
+  }
+
   void publish(std::shared_ptr<const AgentState> next) {
     std::lock_guard lock(state_mutex);
     current = std::move(next);
@@ -421,9 +445,7 @@ struct Agent::Impl final : public v1::Gateway::Service {
     std::lock_guard apply_lock(apply_mutex);
     const auto base = snapshot();
     if (req->has_expected_generation() && req->expected_generation() != base->generation) {
-      const std::string message = "stale generation: expected_generation is " +
-                                  std::to_string(req->expected_generation()) +
-                                  ", the running generation is " + std::to_string(base->generation);
+      const std::string message = stale_generation(req->expected_generation(), base->generation);
       // Logged like every other refusal: two controllers racing each other must be visible.
       spdlog::warn("agent: refused a batch of {} changes from {}: {}", req->changes_size(),
                    ctx->peer(), message);
@@ -474,21 +496,9 @@ struct Agent::Impl final : public v1::Gateway::Service {
     const auto t2 = Clock::now();
     StateExtras next_extras = extras;
     next_extras.paths_down = paths_still_configured(extras.paths_down, next->config);
-    if (!options.state_path.empty()) {
-      if (auto why = write_state_file(options.state_path, next->config, generation, next_extras);
-          !why.empty()) {
-        spdlog::error("agent: cannot persist generation {}: {}; rolling back", generation, why);
-        if (auto e = sink.apply_delta(base->config, steering_delta.inverse())) {
-          spdlog::critical(
-              "agent: ROLLBACK FAILED, the data plane runs an unpersisted "
-              "configuration: {}: {}",
-              e->path, e->message);
-        }
-        return grpc::Status(
-            grpc::StatusCode::UNAVAILABLE,
-            "the state could not be persisted (" + why + "); the change was rolled back");
-      }
-    }
+    if (auto refused = persist_or_roll_back(next->config, generation, next_extras, base->config,
+                                            steering_delta.inverse()))
+      return *refused;
     const double persist_ms = ms_since(t2);
     extras = std::move(next_extras);
 
@@ -811,9 +821,7 @@ struct Agent::Impl final : public v1::Gateway::Service {
     std::lock_guard apply_lock(apply_mutex);
     const auto base = snapshot();
     if (req->has_expected_generation() && req->expected_generation() != base->generation) {
-      const std::string message = "stale generation: expected_generation is " +
-                                  std::to_string(req->expected_generation()) +
-                                  ", the running generation is " + std::to_string(base->generation);
+      const std::string message = stale_generation(req->expected_generation(), base->generation);
       spdlog::warn("agent: refused engine parameters from {}: {}", ctx->peer(), message);
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, message);
     }
@@ -846,19 +854,9 @@ struct Agent::Impl final : public v1::Gateway::Service {
     const uint64_t generation = base->generation + 1;
     StateExtras next_extras = extras;
     next_extras.engine_params_from_agent = true;
-    if (!options.state_path.empty()) {
-      if (auto why = write_state_file(options.state_path, candidate, generation, next_extras);
-          !why.empty()) {
-        spdlog::error("agent: cannot persist generation {}: {}; rolling back", generation, why);
-        if (auto e = sink.apply_delta(base->config, policy::SteeringDelta{}))
-          spdlog::critical(
-              "agent: ROLLBACK FAILED, the data plane runs an unpersisted configuration: {}: {}",
-              e->path, e->message);
-        return grpc::Status(
-            grpc::StatusCode::UNAVAILABLE,
-            "the state could not be persisted (" + why + "); the change was rolled back");
-      }
-    }
+    if (auto refused = persist_or_roll_back(candidate, generation, next_extras, base->config,
+                                            policy::SteeringDelta{}))
+      return *refused;
     extras = std::move(next_extras);
     engine_params_from_agent.store(true);
     // The new state replaces the whole configuration object, so Apply's spare (an older

@@ -9,9 +9,11 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <initializer_list>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "agent/agent.hpp"
@@ -51,6 +53,14 @@ class FakeSink final : public StateSink {
   bool validate = true;  // off where only the agent's own cost matters (1M-entry tests)
   StatsSnapshot stats_value;
 };
+
+// A whole file's bytes ("" when it cannot be read).
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 inline net::Ipv6Addr v6(const char* text) {
   return *net::parse_ipv6(text);

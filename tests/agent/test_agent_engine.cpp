@@ -18,13 +18,6 @@
 namespace srv6gw::agent::test {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // base_config() plus a policy "duo" with lists a (path 11) and b (path 12).
 config::GatewayConfig two_path_config() {
   config::GatewayConfig cfg = base_config();

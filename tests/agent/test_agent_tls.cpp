@@ -19,13 +19,6 @@
 namespace srv6gw::agent::test {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 class AgentTls : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -279,6 +279,25 @@ CTL = os.environ.get("SRV6GW_CTL") or os.path.join(os.path.dirname(BIN), "..", "
                                                     "srv6gw-ctl")
 
 
+def write_roce_writes_pcap(path, dst="10.0.8.7", count=64):
+    """`count` RoCEv2 RDMA WRITE middle frames 10.0.0.1 -> `dst` (DestQP 0x4D2, one QP, PSNs
+    0..count-1, 64 B payload) from the host RNIC's MAC to the gateway's host port: the host
+    traffic of the daemon tests that spray one flow over a policy's lists."""
+    import struct
+    try:
+        from scapy.all import IP, UDP, Ether, Raw, wrpcap
+    except ImportError:
+        skip("python3-scapy is not installed")
+
+    def bth(psn):
+        return struct.pack("!BBHB", 0x04, 0x40, 0xFFFF, 0) + (0x4D2).to_bytes(3, "big") + \
+            bytes([0x80]) + psn.to_bytes(3, "big")
+    wrpcap(path, [Ether(src="02:00:00:00:00:01", dst="02:00:00:00:01:01") /
+                  IP(src="10.0.0.1", dst=dst, ttl=64) /
+                  UDP(sport=49153, dport=4791, chksum=0) / Raw(bth(psn) + bytes(64) + bytes(4))
+                  for psn in range(count)])
+
+
 class AgentGateway:
     """The daemon with its gRPC agent on a unix socket, host port replaying `host_pcap`
     forever, fabric port net_null; its output is collected; ctl() runs srv6gw-ctl."""

@@ -15,7 +15,6 @@
 #   - `path up`, restart: both lists carry traffic again.
 import json
 import os
-import struct
 import time
 
 import gwlib
@@ -23,10 +22,6 @@ import gwlib
 CTL = gwlib.CTL
 if not os.access(CTL, os.X_OK):
     gwlib.fail(f"srv6gw-ctl {CTL} missing (SRV6GW_CTL)")
-try:
-    from scapy.all import IP, UDP, Ether, Raw, wrpcap  # noqa: E402
-except ImportError:
-    gwlib.skip("python3-scapy is not installed")
 
 work = gwlib.workdir("engineparams")
 POLICY = "it-spray"
@@ -53,16 +48,8 @@ with open(CONFIG, "w") as f:
     }}, f)
 
 
-def bth(psn):
-    return struct.pack("!BBHB", 0x04, 0x40, 0xFFFF, 0) + (0x4D2).to_bytes(3, "big") + \
-        bytes([0x80]) + psn.to_bytes(3, "big")
-
-
 HOST_PCAP = os.path.join(work, "host-in.pcap")
-wrpcap(HOST_PCAP, [Ether(src="02:00:00:00:00:01", dst="02:00:00:00:01:01") /
-                   IP(src="10.0.0.1", dst="10.0.8.7", ttl=64) /
-                   UDP(sport=49153, dport=4791, chksum=0) / Raw(bth(psn) + bytes(64) + bytes(4))
-                   for psn in range(64)])
+gwlib.write_roce_writes_pcap(HOST_PCAP)
 
 
 class Gateway(gwlib.AgentGateway):

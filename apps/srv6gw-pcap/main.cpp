@@ -108,6 +108,8 @@ void describe(CLI::App& app, Options& o) {
       "pcap in, pcap out.");
   app.footer(kFooter);
   app.require_subcommand(1);
+  // An option given twice takes the last value (as before CLI11); subcommands inherit it.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   CLI::App* encap = app.add_subcommand("encap", "encapsulate RoCEv2 frames in SRv6");
   CLI::App* decap = app.add_subcommand("decap", "decapsulate as a local SID");
   CLI::App* parse = app.add_subcommand("parse", "classify every frame");

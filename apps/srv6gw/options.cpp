@@ -25,6 +25,8 @@ void describe(CLI::App& app, Options& o, agent::AgentOptions& agent) {
   app.description("srv6gw: SRv6 encapsulation gateway for RoCEv2 (DPDK).");
   app.footer(kFooter);
   app.get_formatter()->column_width(30);
+  // An option given twice takes the last value (as before CLI11).
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--config", o.config_path,
                  "gateway configuration (JSON instance of srv6gw.yang), required")
       ->type_name("FILE")

@@ -124,7 +124,7 @@ void apply_changeset(const Changeset& changes, AgentState& state) {
     position.reserve(position.size() + changes.rules_added);
   }
   for (const auto& [id, rule] : changes.rules) {
-    const uint32_t* at = position.find(id);
+    const uint32_t* at = find_value(position, id);
     if (rule) {
       if (at) {
         cfg.steering[*at] = *rule;
@@ -250,8 +250,8 @@ std::optional<BatchError> Batch::run(Validation validation) {
         if (fresh) {
           changeset_.rules.emplace_back(r.id, std::move(r));
         } else {
-          slot->change = i;
-          changeset_.rules[slot->slot].second = std::move(r);
+          slot->second.change = i;
+          changeset_.rules[slot->second.slot].second = std::move(r);
         }
         ++counts_.steering_upserted;
         break;
@@ -264,7 +264,7 @@ std::optional<BatchError> Batch::run(Validation validation) {
           return invalid(change_field(i, "delete_steering", "") +
                          ": rule ids are 1..4294967295, not 0");
         }
-        RuleSlot* slot = rule_slot_.find(id);
+        RuleSlot* slot = find_value(rule_slot_, id);
         const bool exists = slot ? changeset_.rules[slot->slot].second.has_value()
                                  : base_.steering_index->position.contains(id);
         if (!exists) {
@@ -392,7 +392,7 @@ void Batch::build_delta() {
   const auto& position = base_.steering_index->position;
   for (const auto& [id, rule] : changeset_.rules) {
     RuleDelta d;
-    const uint32_t* at = position.find(id);
+    const uint32_t* at = find_value(position, id);
     if (at) d.before = &before.steering[*at];
     if (rule) {
       d.after = &*rule;
@@ -442,7 +442,7 @@ std::string Batch::describe(const config::ConfigError& e) const {
     } catch (...) {
       id = 0;
     }
-    if (const RuleSlot* slot = rule_slot_.find(id)) {
+    if (const RuleSlot* slot = find_value(rule_slot_, id)) {
       const v1::Change& c = changes_[slot->change];
       const char* kind = c.has_upsert_steering() ? "upsert_steering" : "delete_steering";
       return change_field(slot->change, kind, c.has_upsert_steering() ? rule_field(rest) : "") +

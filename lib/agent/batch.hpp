@@ -14,7 +14,7 @@
 
 #include "agent/config_index.hpp"
 #include "agent/event_bus.hpp"
-#include "agent/flat_map.hpp"
+#include "agent/index_map.hpp"
 #include "agent/huge_pages.hpp"
 #include "config/model.hpp"
 #include "srv6gw/v1/srv6gw.pb.h"
@@ -25,7 +25,7 @@ namespace srv6gw::agent {
 // sorted by id, for paging.
 class SteeringIndex {
  public:
-  FlatMap<uint32_t, uint32_t> position;  // id -> index in config.steering
+  IndexMap<uint32_t, uint32_t> position;  // id -> index in config.steering
   // Positions of config.steering ordered by rule id. Thread-safe, built once.
   const std::vector<uint32_t>& by_id(const std::vector<config::SteeringRule>& rules) const;
 
@@ -131,7 +131,7 @@ class Batch {
     uint32_t slot = 0;
     int change = 0;
   };
-  FlatMap<uint32_t, RuleSlot> rule_slot_;
+  IndexMap<uint32_t, RuleSlot> rule_slot_;
   std::map<net::Ipv6Addr, int> local_sid_change_;
 };
 

@@ -290,7 +290,7 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
     }
     return e;
   }
-  FlatMap<config::SteeringMatch, const RuleDelta*, config::SteeringMatchHash> batch_matches;
+  IndexMap<config::SteeringMatch, const RuleDelta*, config::SteeringMatchHash> batch_matches;
   batch_matches.reserve(delta.rules.size());
   // qp-range rules of the batch by scope, then qp_low.
   std::map<config::SteeringMatch, std::map<uint32_t, const RuleDelta*>> batch_ranges;
@@ -315,14 +315,14 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
                       "unknown policy '" + r.policy + "'"));
     }
     const config::SteeringMatch m = config::steering_match(r);
-    if (const uint32_t* id = matches_.find(m); id && !touched(*id)) {
+    if (const uint32_t* id = find_value(matches_, m); id && !touched(*id)) {
       return fail(err(config::rule_path(r, d.after_index),
                       "same match as " + running_rule_path(running, *id, m)));
     }
     if (auto [other, fresh] = batch_matches.try_emplace(m, &d); !fresh) {
-      return fail(
-          err(config::rule_path(r, d.after_index),
-              "same match as " + config::rule_path(*(*other)->after, (*other)->after_index)));
+      return fail(err(
+          config::rule_path(r, d.after_index),
+          "same match as " + config::rule_path(*other->second->after, other->second->after_index)));
     }
     if (r.kind == config::SteeringKind::qp_range)
       batch_ranges[config::qp_range_scope(r)].emplace(r.qp_low, &d);

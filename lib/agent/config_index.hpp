@@ -20,7 +20,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "agent/flat_map.hpp"
+#include "agent/index_map.hpp"
 #include "agent/huge_pages.hpp"
 #include "config/model.hpp"
 
@@ -90,7 +90,7 @@ class ConfigIndex {
   // Policies that name a remote probe SID: they need a local end-probe SID (docs/probing.md).
   std::set<std::string> probed_policies_;
   // Rules by what they match (id), and QP ranges by scope then qp_low -> (qp_high, id).
-  FlatMap<config::SteeringMatch, uint32_t, config::SteeringMatchHash> matches_;
+  IndexMap<config::SteeringMatch, uint32_t, config::SteeringMatchHash> matches_;
   std::map<config::SteeringMatch, std::map<uint32_t, std::pair<uint32_t, uint32_t>>> ranges_;
   config::SteeringCounts counts_;
 };

@@ -12,8 +12,8 @@
 #include "agent/agent.hpp"
 #include "agent_test_util.hpp"
 #include "dataplane/pipeline.hpp"
+#include "packet_builder.hpp"
 #include "policy/runtime.hpp"
-#include "roce_frame.hpp"
 
 namespace srv6gw::agent::test {
 namespace {
@@ -59,8 +59,14 @@ class AgentGateway : public ::testing::Test {
   // One RoCEv2 frame to 10.0.0.2 / QP 17 through the host side; the frame sent to the fabric
   // (empty if dropped).
   std::vector<uint8_t> send(uint32_t qp = 17) {
-    const uint8_t dst[4] = {10, 0, 0, 2};
-    const auto frame = roce_v4_frame(dst, qp);
+    srv6gw::test::BthFields bth;
+    bth.opcode = 0x0a;  // RC RDMA WRITE only
+    bth.dest_qp = qp;
+    srv6gw::test::Ipv4Fields ip;
+    ip.src = {10, 9, 9, 9};
+    ip.dst = {10, 0, 0, 2};
+    const auto frame = srv6gw::test::ethernet(
+        0x0800, srv6gw::test::ipv4(ip, srv6gw::test::udp_roce(49152, 4791, bth, 64)));
     rte_mbuf* m = rte_pktmbuf_alloc(pool);
     EXPECT_NE(m, nullptr);
     std::memcpy(rte_pktmbuf_append(m, uint16_t(frame.size())), frame.data(), frame.size());

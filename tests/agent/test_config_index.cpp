@@ -11,11 +11,9 @@
 
 #include <cstdio>
 #include <random>
-#include <unordered_map>
 
 #include "agent/batch.hpp"
 #include "agent/config_index.hpp"
-#include "agent/flat_map.hpp"
 #include "agent_test_util.hpp"
 
 using namespace srv6gw;
@@ -255,55 +253,4 @@ TEST(ConfigIndex, CrossObjectRefusalsNameTheSameNode) {
   auto* ls = sid_clash.add_changes()->mutable_upsert_local_sid();
   ls->set_sid("fc00:0:101::e");
   both(sid_clash);
-}
-
-// The flat hash map behind the per-rule indexes against std::unordered_map: random inserts,
-// overwrites and erases over a small key space (long probe runs, erases that shift entries
-// back across the end of the slot array), then equality and lookups of every key.
-TEST(FlatMap, AgreesWithUnorderedMapOnRandomOperations) {
-  std::mt19937 rng(7);
-  for (uint32_t key_space : {8u, 100u, 5000u}) {
-    FlatMap<uint32_t, uint32_t> flat;
-    std::unordered_map<uint32_t, uint32_t> reference;
-    for (int op = 0; op < 200000; ++op) {
-      const uint32_t key = rng() % key_space;
-      switch (rng() % 4) {
-        case 0: {
-          const auto [value, fresh] = flat.try_emplace(key, uint32_t(op));
-          const auto [it, ref_fresh] = reference.emplace(key, uint32_t(op));
-          ASSERT_EQ(fresh, ref_fresh);
-          ASSERT_EQ(*value, it->second);
-          break;
-        }
-        case 1:
-          flat[key] = uint32_t(op);
-          reference[key] = uint32_t(op);
-          break;
-        default:
-          ASSERT_EQ(flat.erase(key), reference.erase(key) == 1);
-      }
-      ASSERT_EQ(flat.size(), reference.size());
-    }
-    for (uint32_t key = 0; key < key_space; ++key) {
-      auto it = reference.find(key);
-      const uint32_t* value = flat.find(key);
-      ASSERT_EQ(value != nullptr, it != reference.end()) << key;
-      if (value) {
-        ASSERT_EQ(*value, it->second) << key;
-      }
-    }
-    size_t visited = 0;
-    flat.for_each([&](uint32_t key, uint32_t value) {
-      ++visited;
-      EXPECT_EQ(reference.at(key), value);
-    });
-    EXPECT_EQ(visited, reference.size());
-    FlatMap<uint32_t, uint32_t> rebuilt;
-    for (const auto& [key, value] : reference) rebuilt.try_emplace(key, value);
-    EXPECT_TRUE(rebuilt == flat);
-    if (!reference.empty()) {
-      rebuilt.erase(reference.begin()->first);
-      EXPECT_FALSE(rebuilt == flat);
-    }
-  }
 }

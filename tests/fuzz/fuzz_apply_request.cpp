@@ -165,7 +165,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   FUZZ_CHECK(next->steering_index->position.size() == cfg.steering.size());
   for (size_t k = 0; k < cfg.steering.size(); ++k) {
-    const uint32_t* at = next->steering_index->position.find(cfg.steering[k].id);
+    const uint32_t* at = agent::find_value(next->steering_index->position, cfg.steering[k].id);
     FUZZ_CHECK(at && *at == k);
   }
   return 0;

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Builds a well-formed RoCEv2 packet (IPv4 or IPv6, starting at the IP header) from fuzzer
-// bytes, byte by byte from the RFC / IBTA layouts: every header field the fuzzer may vary
-// (ToS/traffic class, TTL, flow label, addresses, IPv4 options, an IPv6 destination-options
-// header, UDP source port, the BTH, payload length and content) comes from the input; the
-// lengths and the checksum are computed; the ICRC is filled in by the code under test and
-// then verified by the caller.
-// Input layout: flags (bit 0 IPv6, bit 1 IPv4 options / IPv6 destination options), ToS or
-// traffic class, TTL, flow label (4), IPv4 id (2), UDP source port (2), BTH (12; TVer forced
-// to 0), source (16), destination (16; IPv4 uses the first 4 bytes of each), the number of
-// IPv4 option words when bit 1 is set, then the payload (the rest, up to `max_payload`).
+// bytes, byte by byte from the RFC / IBTA layouts (tests/common/packet_builder.hpp): every header
+// field the fuzzer may vary (ToS/traffic class, TTL, flow label, addresses, IPv4 options, an IPv6
+// destination-options header, UDP source port, the BTH, payload length and content) comes from the
+// input; the lengths and the checksum are computed; the ICRC is filled in by the code under test
+// and then verified by the caller. Input layout: flags (bit 0 IPv6, bit 1 IPv4 options / IPv6
+// destination options), ToS or traffic class, TTL, flow label (4), IPv4 id (2), UDP source port
+// (2), BTH (12; TVer forced to 0), source (16), destination (16; IPv4 uses the first 4 bytes of
+// each), the number of IPv4 option words when bit 1 is set, then the payload (the rest, up to
+// `max_payload`).
 #pragma once
 
 #include <algorithm>
@@ -20,6 +20,7 @@
 #include "fuzz_util.hpp"
 #include "net/addr.hpp"
 #include "net/icrc.hpp"
+#include "packet_builder.hpp"
 
 namespace srv6gw::fuzz {
 
@@ -54,48 +55,36 @@ inline RocePacket make_roce_packet(ByteReader& in, size_t max_payload) {
   const unsigned option_words = extra_header ? 1 + in.u8() % 10 : 0;  // IPv4 IHL 6..15
   const std::span<const uint8_t> payload = in.rest(max_payload);
 
-  const size_t udp_len = 8 + 12 + payload.size() + 4;
-  std::vector<uint8_t>& b = pkt.bytes;
+  // The headers themselves: tests/common/packet_builder.hpp, shared with the unit tests.
+  using namespace srv6gw::test;
+  Bytes udp;
+  put16(udp, pkt.udp_sport);
+  put16(udp, 4791);
+  put16(udp, uint16_t(8 + bth.size() + payload.size() + 4));
+  put16(udp, 0);
+  append(udp, bth);
+  append(udp, payload);
+  put32(udp, 0);  // ICRC, filled below
   if (pkt.family == net::Family::ipv4) {
-    const size_t ihl = 20 + 4 * option_words;
-    b.assign(ihl, 0);
-    b[0] = uint8_t(0x40 | ihl / 4);
-    b[1] = pkt.traffic_class;
-    put_be16(&b[2], uint16_t(ihl + udp_len));
-    put_be16(&b[4], ip_id);
-    b[6] = 0x40;  // DF, as RoCEv2 sends it
-    b[8] = ttl;
-    b[9] = 17;
-    std::copy(src.begin(), src.begin() + 4, b.begin() + 12);
-    std::copy(dst.begin(), dst.begin() + 4, b.begin() + 16);
-    for (size_t i = 20; i < ihl; ++i) b[i] = 0x01;  // NOP options
-    put_be16(&b[10], inet_checksum({b.data(), ihl}));
+    Ipv4Fields f;
+    f.version_ihl = uint8_t(0x45 + option_words);  // NOP options
+    f.tos = pkt.traffic_class;
+    f.id = ip_id;
+    f.ttl = ttl;
+    std::copy(src.begin(), src.begin() + 4, f.src.begin());
+    std::copy(dst.begin(), dst.begin() + 4, f.dst.begin());
+    pkt.bytes = ipv4(f, udp);
   } else {
-    const size_t ext = extra_header ? 8 : 0;
-    b.assign(40 + ext, 0);
-    const uint32_t w0 = 6u << 28 | uint32_t(pkt.traffic_class) << 20 | flow_label;
-    b[0] = uint8_t(w0 >> 24);
-    b[1] = uint8_t(w0 >> 16);
-    b[2] = uint8_t(w0 >> 8);
-    b[3] = uint8_t(w0);
-    put_be16(&b[4], uint16_t(ext + udp_len));
-    b[6] = extra_header ? 60 : 17;  // destination options, or UDP
-    b[7] = ttl;
-    std::copy(src.begin(), src.end(), b.begin() + 8);
-    std::copy(dst.begin(), dst.end(), b.begin() + 24);
-    if (extra_header) {
-      b[40] = 17;  // next header UDP, hdr ext len 0 (8 bytes)
-      b[42] = 1;   // PadN, 4 bytes of padding
-      b[43] = 4;
-    }
+    Ipv6Fields f;
+    f.tc = pkt.traffic_class;
+    f.flow_label = flow_label;
+    f.next_header = extra_header ? 60 : 17;  // destination options, or UDP
+    f.hop_limit = ttl;
+    f.src = src;
+    f.dst = dst;
+    pkt.bytes = ipv6(f, extra_header ? concat({ext_opts(17), udp}) : udp);
   }
-  const size_t udp = b.size();
-  b.resize(udp + udp_len, 0);
-  put_be16(&b[udp], pkt.udp_sport);
-  put_be16(&b[udp + 2], 4791);
-  put_be16(&b[udp + 4], uint16_t(udp_len));
-  std::copy(bth.begin(), bth.end(), b.begin() + long(udp) + 8);
-  std::copy(payload.begin(), payload.end(), b.begin() + long(udp) + 20);
+  std::vector<uint8_t>& b = pkt.bytes;
   net::roce_icrc_fill(b, pkt.family);
   return pkt;
 }

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-# Regenerates the ICRC test vectors embedded in icrc_test.cpp. Two independent oracles:
+# Regenerates the ICRC test vectors embedded in test_icrc.cpp. Two independent oracles:
 # scapy.contrib.roce computes the ICRC of the IPv4 packet itself, and a direct zlib.crc32 over
 # the masked packet (IBTA Annex A17) must agree with it; for IPv6, where scapy writes 0, the
 # zlib computation is the oracle.
 #   make_icrc_vectors.py            print the vectors
-#   make_icrc_vectors.py --check F  fail unless the vectors embedded in F (icrc_test.cpp) match
+#   make_icrc_vectors.py --check F  fail unless the vectors embedded in F (test_icrc.cpp) match
 import re
 import sys
 import zlib

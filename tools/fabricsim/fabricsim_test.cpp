@@ -9,6 +9,7 @@
 #include "collectives.hpp"
 #include "engine.hpp"
 #include "maxmin.hpp"
+#include "schemes.hpp"
 
 namespace srv6gw::fabricsim {
 namespace {
@@ -197,6 +198,91 @@ TEST(Collectives, MoeHotExpertsGetTheirShare) {
     EXPECT_NEAR(total, 1000.0, 1e-9);
     EXPECT_NEAR(to_hot, 600.0, 1e-9);
   }
+}
+
+// Two leaves (one host each) joined by two spines; link capacities given per leaf-spine
+// LAG. A fixture for the schemes, not a path algorithm: placement is left to lib/pathalg's
+// tests and the pathalg-backed cases below.
+class TwoSpineFabric : public SimFabric {
+ public:
+  // links: 0 h0->L0, 1 L0->h0, 2 h1->L1, 3 L1->h1, then per spine s: L0->Ss, Ss->L1, L1->Ss,
+  // Ss->L0 (4 + 4s ..).
+  TwoSpineFabric(double nic, double lag0, double lag1, double w0, double w1) {
+    for (int i = 0; i < 4; ++i) add("host" + std::to_string(i), nic);
+    for (int s = 0; s < 2; ++s)
+      for (int i = 0; i < 4; ++i) add("spine" + std::to_string(s), s == 0 ? lag0 : lag1);
+    hosts_ = {{"h0", *net::parse_ip("10.0.0.1")}, {"h1", *net::parse_ip("10.0.1.1")}};
+    nic_ = nic;
+    for (int s = 0; s < 2; ++s) {
+      const uint32_t b = 4 + 4 * uint32_t(s);
+      const double w = s == 0 ? w0 : w1;
+      const std::string g = "spine" + std::to_string(s);
+      fwd_.push_back({{0, b, b + 1, 3}, w, g, {}, uint32_t(s + 1)});
+      rev_.push_back({{2, b + 2, b + 3, 1}, w, g, {}, uint32_t(s + 1)});
+    }
+  }
+  const SimLinks& links() const override { return links_; }
+  const std::vector<SimHost>& hosts() const override { return hosts_; }
+  double nic_bps() const override { return nic_; }
+  std::span<const SimPath> paths(uint32_t src, uint32_t) const override {
+    return src == 0 ? fwd_ : rev_;
+  }
+  std::vector<uint32_t> place(std::span<const Demand>) const override {
+    throw std::logic_error("placement belongs to lib/pathalg");
+  }
+
+ private:
+  void add(std::string name, double cap) {
+    links_.name.push_back(std::move(name));
+    links_.capacity_bps.push_back(cap);
+    links_.latency_s.push_back(0.0);
+  }
+  SimLinks links_;
+  std::vector<SimHost> hosts_;
+  std::vector<SimPath> fwd_, rev_;
+  double nic_ = 0;
+};
+
+double cct(const SimFabric& fab, const std::vector<Demand>& d, Scheme s) {
+  const Routed r = route(fab, d, s);
+  return simulate({fab.links().capacity_bps}, r.workload).completion_s;
+}
+
+TEST(Schemes, HalvedLagUnderEqualAndWeightedSpraying) {
+  // NIC 10, LAGs 5 + 5 (non-blocking), spine 1's LAG halved to 2.5. Two hosts, AlltoAll of
+  // 20 bytes: 10 bytes (80 bits) each way. Equal spraying: r/2 <= 2.5, r = 5, 16 s.
+  // Capacity-weighted (2:1): 2r/3 <= 5 and r/3 <= 2.5, r = 7.5, 80/7.5 s.
+  const auto d = alltoall(2, 20.0);
+  TwoSpineFabric equal(10, 5, 2.5, 1, 1), weighted(10, 5, 2.5, 2, 1), healthy(10, 5, 5, 1, 1);
+  EXPECT_NEAR(cct(equal, d, Scheme::spray), 16.0, 1e-9);
+  EXPECT_NEAR(cct(weighted, d, Scheme::wspray), 80.0 / 7.5, 1e-9);
+  EXPECT_NEAR(cct(healthy, d, Scheme::spray), 8.0, 1e-9);  // NIC-bound
+  // One path per flow: the best single path carries 5.
+  EXPECT_NEAR(cct(weighted, d, Scheme::balanced), 16.0, 1e-9);
+}
+
+TEST(Schemes, BalancedCountsFlowsPerLoadGroupRelativeToWeight) {
+  TwoSpineFabric f(10, 5, 5, 2, 1);
+  const auto d = alltoall(2, 12.0, 6);  // 6 QPs each way
+  const Routed r = route(f, d, Scheme::balanced);
+  uint32_t on0 = 0;
+  for (size_t i = 0; i < d.size(); ++i)
+    if (d[i].src == 0) on0 += r.path_of_demand[i] == 0;
+  EXPECT_EQ(on0, 4u);  // 2:1 of 6
+  // Identical flows on one path are one solver entry.
+  EXPECT_EQ(r.workload.flows.size(), 4u);
+}
+
+TEST(Schemes, HashUsesTheGatewayBucketTableShares) {
+  TwoSpineFabric f(10, 5, 5, 3, 1);
+  const auto d = alltoall(2, 1.0, 4000);
+  const Routed r = route(f, d, Scheme::hash, {.hash_seed = 42});
+  double on0 = 0;
+  for (uint32_t p : r.path_of_demand) on0 += p == 0;
+  EXPECT_NEAR(on0 / double(d.size()), 0.75, 0.03);
+  // Another seed draws other QP numbers: another assignment.
+  const Routed r2 = route(f, d, Scheme::hash, {.hash_seed = 43});
+  EXPECT_NE(r.path_of_demand, r2.path_of_demand);
 }
 
 }  // namespace

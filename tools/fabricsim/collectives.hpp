@@ -15,6 +15,7 @@ struct Demand {
   uint32_t qp = 0;  // DestQP number (per-flow hashing and placement key)
   double bytes = 0;
   std::vector<uint32_t> after;  // demands whose delivery this one waits for
+  double max_rate_bps = 0;      // open-loop sender: never faster than this (0 = no limit)
 };
 
 // AlltoAll: every host's buffer of `message_bytes` is cut in one chunk per host; each host

@@ -87,8 +87,12 @@ SimResult simulate(const Network& net, const Workload& w) {
       if (rate[f] > 0) dt = std::min(dt, remaining[f] / rate[f]);
     }
     if (!arrivals.empty()) dt = std::min(dt, arrivals.top().first - t);
-    if (std::isinf(dt))
-      throw std::runtime_error("active flows have zero rate (a link of capacity 0)");
+    if (std::isinf(dt)) {
+      // Only flows across a dead link (capacity 0) are left: they never complete.
+      res.stuck = uint32_t(running.size());
+      res.completion_s = std::numeric_limits<double>::infinity();
+      return res;
+    }
     t += dt;
     // Flows within a relative 1e-9 of finishing now finish together: equal flows at equal
     // rates cost one event, not one each.

@@ -35,7 +35,8 @@ struct FlowTimes {
 
 struct SimResult {
   std::vector<FlowTimes> flows;
-  double completion_s = 0;  // collective completion time: last delivery
+  double completion_s = 0;  // collective completion time: last delivery (inf if stuck)
+  uint32_t stuck = 0;       // flows that can never finish (all their links dead)
   uint64_t events = 0;      // rate recomputations
   uint64_t solver_steps = 0;
 };

@@ -245,7 +245,7 @@ class TwoSpineFabric : public SimFabric {
 
 double cct(const SimFabric& fab, const std::vector<Demand>& d, Scheme s) {
   const Routed r = route(fab, d, s);
-  return simulate({fab.links().capacity_bps}, r.workload).completion_s;
+  return simulate({r.capacity_bps}, r.workload).completion_s;
 }
 
 TEST(Schemes, HalvedLagUnderEqualAndWeightedSpraying) {

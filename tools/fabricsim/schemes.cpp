@@ -123,6 +123,7 @@ Routed route(const SimFabric& fab, std::span<const Demand> demands, Scheme schem
   const SimLinks& links = fab.links();
   const auto& hosts = fab.hosts();
   Routed out;
+  out.capacity_bps = links.capacity_bps;
   const uint32_t n = uint32_t(demands.size());
   out.path_of_demand.assign(n, UINT32_MAX);
   out.flow_of_demand.assign(n, UINT32_MAX);
@@ -184,7 +185,7 @@ Routed route(const SimFabric& fab, std::span<const Demand> demands, Scheme schem
     if (paths.empty())
       throw std::runtime_error("no path from " + hosts[d.src].name + " to " + hosts[d.dst].name);
     const auto key = std::make_tuple(d.src, d.dst, choice[i], d.bytes);
-    if (!any_deps) {
+    if (!any_deps && d.max_rate_bps == 0) {
       auto it = merged.find(key);
       if (it != merged.end()) {
         out.workload.flows.count[it->second] += 1.0;
@@ -215,13 +216,17 @@ Routed route(const SimFabric& fab, std::span<const Demand> demands, Scheme schem
         latency = std::max(latency, path_latency(links, p));
       }
     }
+    if (d.max_rate_bps > 0) {
+      uses.push_back({uint32_t(out.capacity_bps.size()), 1.0});
+      out.capacity_bps.push_back(d.max_rate_bps);
+    }
     std::vector<uint32_t> after;
     for (uint32_t a : d.after) after.push_back(a);  // demand ids; remapped below
     const uint32_t f = out.workload.add(uses, d.bytes, latency, 1.0, std::move(after));
     out.flow_of_demand[i] = f;
-    if (!any_deps) merged.emplace(key, f);
+    if (!any_deps && d.max_rate_bps == 0) merged.emplace(key, f);
   }
-  // Dependencies name demands; flows are 1:1 with demands whenever there are any.
+  // Dependencies name demands: flows are 1:1 with demands whenever there are any.
   return out;
 }
 

@@ -38,6 +38,9 @@ struct SchemeParams {
 
 struct Routed {
   Workload workload;
+  // The fabric's link capacities, then one private link per rate-limited demand (its
+  // sender's rate): what simulate() runs on.
+  std::vector<double> capacity_bps;
   std::vector<uint32_t> flow_of_demand;  // demand -> workload flow (several may share one)
   // Diagnostics: fabric links' offered load at t = 0 relative to capacity if every flow ran
   // at the NIC-fair rate (the worst one), and the path index each single-path demand took.

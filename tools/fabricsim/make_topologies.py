@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
 # Writes the simulator's own topology files (lib/pathalg's format, YANG srv6gw-topology):
-#   topologies/leafspine-16.json    4 leaves x 4 spines x 4 hosts, 400G hosts, LAGs of 2 x 400G
-#                                   (the paper's fabric scaled down; fabricsim-smoke)
+#   topologies/leafspine-16.json    4 leaves x 4 spines x 4 hosts, 400G hosts, LAGs of 2 x 200G
+#                                   (non-blocking like the paper's fabric; fabricsim-smoke)
 #   topologies/emulated-3spine.json the emulated fabric of docs/fabric.md: hA - leafA - spine1..3
 #                                   - leafB - hB, leafA's uplinks 20 Mbit/s (the HTB shapers),
 #                                   everything else unshaped (veth: 10 Gbit/s here)
@@ -60,7 +60,7 @@ def emulated():
 def main():
     out = os.path.join(HERE, "topologies")
     os.makedirs(out, exist_ok=True)
-    for name, t in (("leafspine-16.json", leaf_spine(4, 4, 4, 2, 400, 400)),
+    for name, t in (("leafspine-16.json", leaf_spine(4, 4, 4, 2, 200, 400)),
                     ("emulated-3spine.json", emulated())):
         with open(os.path.join(out, name), "w") as f:
             json.dump(t, f, indent=1)

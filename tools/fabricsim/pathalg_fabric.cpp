@@ -4,13 +4,14 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <variant>
 
 #include "pathalg/loader.hpp"
 #include "pathalg/paths.hpp"
 #include "pathalg/placement.hpp"
+#include "pathalg/plan.hpp"
 #include "pathalg/segments.hpp"
 #include "pathalg/topology.hpp"
-#include "pathalg/weights.hpp"
 
 namespace srv6gw::fabricsim {
 
@@ -19,11 +20,10 @@ namespace pa = srv6gw::pathalg;
 namespace {
 
 pa::Topology load(const std::string& file) {
-  pa::Topology t;
-  pa::TopologyError err;
-  if (!pa::load_topology_file(file, t, err))
-    throw std::runtime_error(file + ": " + err.path + ": " + err.message);
-  return t;
+  pa::TopologyResult r = pa::load_topology_file(file);
+  if (auto* err = std::get_if<pa::TopologyError>(&r))
+    throw std::runtime_error(file + ": " + err->path + ": " + err->message);
+  return std::get<pa::Topology>(std::move(r));
 }
 
 // Finds a link by the name pathalg gives it ("leaf1--spine3", either orientation).
@@ -102,8 +102,8 @@ class PathalgFabric : public SimFabric {
     std::vector<pa::Flow> flows;
     flows.reserve(demands.size());
     for (const Demand& d : demands)
-      flows.push_back({host_node_[d.src], host_node_[d.dst], d.qp,
-                       uint64_t(std::llround(d.bytes))});
+      flows.push_back(
+          {host_node_[d.src], host_node_[d.dst], d.qp, uint64_t(std::llround(d.bytes))});
     pa::PlacementOptions opt;
     // The 128-GPU AlltoAll has 16k flows: far beyond what branch and bound proves; the
     // module's heuristic (largest-first, then improvement) is what it would run.
@@ -120,12 +120,13 @@ class PathalgFabric : public SimFabric {
  private:
   void fill(uint32_t src, uint32_t dst, std::vector<SimPath>& out) const {
     const pa::PathList list = cache_->between(host_node_[src], host_node_[dst]);
-    const std::vector<double> w = pa::path_weights(plan_, list);
+    // The weights the module's plan gives the policy's segment lists (capacity-proportional).
+    const std::vector<uint32_t> w = pa::capacity_weights(plan_, list);
     pa::SegmentOptions sopt;
     for (size_t i = 0; i < list.size(); ++i) {
       SimPath p;
       for (pa::DirLinkId d : list.links(i)) p.links.push_back(d);
-      p.weight = w[i];
+      p.weight = double(w[i]);
       std::string err;
       if (!pa::build_sids(*cache_, list.nodes(i), sopt, p.sids, &err))
         throw std::runtime_error("segment list: " + err);

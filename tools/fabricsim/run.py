@@ -24,15 +24,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 # Topology files (lib/pathalg's format, checked by its YANG module).
-TOPO_PAPER = os.path.join(ROOT, "config", "examples", "pathalg-leafspine-128.json")
-TOPO_FATTREE = os.path.join(ROOT, "config", "examples", "pathalg-fattree.json")
+TOPO_PAPER = os.path.join(ROOT, "config", "examples", "topology-2tier.json")
+TOPO_FATTREE = os.path.join(ROOT, "config", "examples", "topology-fattree.json")
 TOPO_SMOKE = os.path.join(HERE, "topologies", "leafspine-16.json")
 TOPO_EMULATED = os.path.join(HERE, "topologies", "emulated-3spine.json")
 
 # The paper's degraded LAG: between leaf switch 128 and spine 136, i.e. the first leaf and
 # the first spine of Figure 1(A)'s numbering (hosts 0-127, leaves 128-135, spines 136-143).
-PAPER_DEGRADED = ["leaf0-spine0:0.5"]
-PAPER_SPINE_FAILURE = ["leaf{}-spine0:0".format(i) for i in range(8)]
+PAPER_DEGRADED = ["leaf0--spine0:0.5"]
+PAPER_SPINE_FAILURE = ["leaf{}--spine0:0".format(i) for i in range(8)]
 SIZES_PAPER = "1M,4M,16M,64M,256M,1G"
 HASH_SEEDS = "1,2,3,4,5"
 
@@ -190,7 +190,7 @@ def run_emulated(args):
         rows.append(("(c) symmetric, 45 Mbit/s / 8 QPs", mode, s, m))
     # (a) degraded: 24 Mbit/s over 16 QPs; spine 1's uplink 20 -> 4 Mbit/s.
     healthy = steady("healthy", 16, 24, [], "hash")
-    deg = steady("degraded", 16, 24, ["leafA-spine1:0.2"], "hash,wspray")
+    deg = steady("degraded", 16, 24, ["leafA--spine1:0.2"], "hash,wspray")
     rows.append(("(a) healthy, 24 Mbit/s / 16 QPs", "flow (hash)", pick(healthy, "hash", "healthy"),
                  phase("degraded", "hash", "healthy")))
     rows.append(("(a) spine 1 uplink at 4 Mbit/s", "flow (hash), engine off",
@@ -198,7 +198,7 @@ def run_emulated(args):
     rows.append(("(a) spine 1 uplink at 4 Mbit/s", "engine on ~ reweighted",
                  pick(deg, "wspray", "recomputed"), phase("degraded", "engine", "degraded")))
     # (b) cut: spine 1's link down.
-    cut = steady("cut", 16, 24, ["leafA-spine1:0"], "hash")
+    cut = steady("cut", 16, 24, ["leafA--spine1:0"], "hash")
     rows.append(("(b) L1-S1 cut", "flow (hash), no controller", pick(cut, "hash", "stale"),
                  phase("cut", "none", "cut")))
     rows.append(("(b) L1-S1 cut", "controller: path down", pick(cut, "hash", "recomputed"),
@@ -288,7 +288,7 @@ def run_smoke(args):
               "--hash-seeds", "1,2,3"]
     sym = sim(args.build, os.path.join(out, "smoke-symmetric.json"), "run", *common)
     deg = sim(args.build, os.path.join(out, "smoke-degraded.json"), "run", *common,
-              "--degrade", "leaf0-spine0:0.5")
+              "--degrade", "leaf0--spine0:0.5")
     print(table(sym, "smoke: symmetric"))
     print(table(deg, "smoke: leaf0-spine0 halved"))
     failures = []

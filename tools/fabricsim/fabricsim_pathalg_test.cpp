@@ -91,7 +91,8 @@ TEST(PathalgFabric, PlacementComesFromThePathAlgorithmModule) {
 
 TEST(PathalgFabric, UnknownLinkIsRefusedByName) {
   try {
-    make_pathalg_fabric(kTopologies + "/leafspine-16.json", {}, {{"leaf0--spine9", 0.5}}, {});
+    const std::vector<LinkChange> bad{{"leaf0--spine9", 0.5}};
+    make_pathalg_fabric(kTopologies + "/leafspine-16.json", {}, bad, {});
     FAIL() << "no error";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("leaf0--spine9"), std::string::npos) << e.what();

@@ -19,7 +19,43 @@ namespace pa = srv6gw::pathalg;
 
 namespace {
 
+std::vector<unsigned> numbers(const std::string& spec, size_t from) {
+  std::vector<unsigned> v;
+  size_t i = from;
+  while (i < spec.size()) {
+    size_t end = spec.find(',', i);
+    if (end == std::string::npos) end = spec.size();
+    v.push_back(unsigned(std::stoul(spec.substr(i, end - i))));
+    i = end + 1;
+  }
+  return v;
+}
+
+// A topology file, or one of lib/pathalg's generators:
+//   gen:leafspine:LEAVES,SPINES,HOSTS_PER_LEAF,LAG_MEMBERS,MEMBER_GBPS,HOST_GBPS
+//   gen:fattree:K,MEMBER_GBPS
 pa::Topology load(const std::string& file) {
+  if (file.rfind("gen:leafspine:", 0) == 0) {
+    const auto n = numbers(file, 14);
+    if (n.size() != 6) throw std::runtime_error(file + ": expected 6 numbers");
+    pa::LeafSpineSpec s;
+    s.leaves = n[0];
+    s.spines = n[1];
+    s.hosts_per_leaf = n[2];
+    s.lag_members = uint16_t(n[3]);
+    s.member_mbps = uint64_t(n[4]) * 1000;
+    s.host_mbps = uint64_t(n[5]) * 1000;
+    return pa::make_leaf_spine(s);
+  }
+  if (file.rfind("gen:fattree:", 0) == 0) {
+    const auto n = numbers(file, 12);
+    if (n.size() != 2) throw std::runtime_error(file + ": expected 2 numbers");
+    pa::FatTreeSpec s;
+    s.k = n[0];
+    s.member_mbps = uint64_t(n[1]) * 1000;
+    s.host_mbps = s.member_mbps;
+    return pa::make_fat_tree(s);
+  }
   pa::TopologyResult r = pa::load_topology_file(file);
   if (auto* err = std::get_if<pa::TopologyError>(&r))
     throw std::runtime_error(file + ": " + err->path + ": " + err->message);

@@ -10,6 +10,7 @@
 //   fabricsim links  --topology FILE
 #include <getopt.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -38,7 +40,7 @@ namespace {
       "alltoall|moe|allreduce]\n"
       "                   [--sizes 1M,64M,1G] [--schemes hash,spray,wspray,balanced,placement]\n"
       "                   [--hash-seeds 1,2,3] [--qps N] [--hot-fraction F] [--hot-share S]\n"
-      "                   [--hop-latency-us U] [--label L] [--out FILE]\n"
+      "                   [--hop-latency-us U] [--arrival-seed N] [--label L] [--out FILE]\n"
       "  fabricsim steady --topology FILE --src HOST --dst HOST --qps N --rate-mbit R\n"
       "                   [--degrade LINK[:FACTOR]]... [--payload-fraction X] [--out FILE]\n"
       "  fabricsim links  --topology FILE\n"
@@ -111,6 +113,7 @@ struct Options {
   std::vector<double> sizes{1 << 20};
   std::vector<fs::Scheme> schemes{std::begin(fs::kAllSchemes), std::end(fs::kAllSchemes)};
   std::vector<uint64_t> hash_seeds{1};
+  uint64_t arrival_seed = 0;
   uint32_t qps = 1;
   fs::MoeParams moe;
   std::string label;
@@ -141,6 +144,7 @@ Options parse(int argc, char** argv) {
     kRate,
     kPayload,
     kHopLatency,
+    kArrival,
     kHelp
   };
   static const option longopts[] = {{"topology", required_argument, nullptr, kTopology},
@@ -159,6 +163,7 @@ Options parse(int argc, char** argv) {
                                     {"rate-mbit", required_argument, nullptr, kRate},
                                     {"payload-fraction", required_argument, nullptr, kPayload},
                                     {"hop-latency-us", required_argument, nullptr, kHopLatency},
+                                    {"arrival-seed", required_argument, nullptr, kArrival},
                                     {"help", no_argument, nullptr, kHelp},
                                     {nullptr, 0, nullptr, 0}};
   optind = 2;
@@ -228,6 +233,9 @@ Options parse(int argc, char** argv) {
       case kHopLatency:
         o.fabric.hop_latency_s = parse_number("hop latency", arg) * 1e-6;
         break;
+      case kArrival:
+        o.arrival_seed = uint64_t(parse_number("arrival seed", arg));
+        break;
       case kHelp:
         usage(nullptr);
       default:
@@ -252,10 +260,29 @@ void write_out(const Options& o, const std::string& text) {
 }
 
 std::vector<fs::Demand> make_demands(const Options& o, uint32_t hosts, double size) {
-  if (o.collective == "alltoall") return fs::alltoall(hosts, size, o.qps);
-  if (o.collective == "moe") return fs::moe_alltoall(hosts, size, o.moe, o.qps);
-  if (o.collective == "allreduce") return fs::ring_allreduce(hosts, size);
-  usage(("unknown collective: " + o.collective).c_str());
+  std::vector<fs::Demand> d;
+  if (o.collective == "alltoall")
+    d = fs::alltoall(hosts, size, o.qps);
+  else if (o.collective == "moe")
+    d = fs::moe_alltoall(hosts, size, o.moe, o.qps);
+  else if (o.collective == "allreduce")
+    d = fs::ring_allreduce(hosts, size);
+  else
+    usage(("unknown collective: " + o.collective).c_str());
+  // Arrival order is what `balanced` decides by. The collectives list each source's flows in
+  // NCCL's order (peer src+1, src+2, ...); --arrival-seed shuffles each source's flows
+  // instead, as if its QPs started in a random order.
+  if (o.arrival_seed != 0 && o.collective != "allreduce") {
+    size_t begin = 0;
+    while (begin < d.size()) {
+      size_t end = begin;
+      while (end < d.size() && d[end].src == d[begin].src) ++end;
+      std::mt19937_64 rng(o.arrival_seed * 0x9E3779B97F4A7C15ull + d[begin].src);
+      std::shuffle(d.begin() + long(begin), d.begin() + long(end), rng);
+      begin = end;
+    }
+  }
+  return d;
 }
 
 int run(const Options& o) {

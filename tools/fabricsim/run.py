@@ -24,8 +24,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 # Topology files (lib/pathalg's format, checked by its YANG module).
-TOPO_PAPER = os.path.join(ROOT, "config", "examples", "topology-2tier.json")
-TOPO_FATTREE = os.path.join(ROOT, "config", "examples", "topology-fattree.json")
+TOPO_PAPER = os.path.join(ROOT, "config", "examples", "topologies", "2tier-8x8x16.json")
+TOPO_FATTREE = os.path.join(ROOT, "config", "examples", "topologies", "fattree-k8.json")
 TOPO_SMOKE = os.path.join(HERE, "topologies", "leafspine-16.json")
 TOPO_EMULATED = os.path.join(HERE, "topologies", "emulated-3spine.json")
 

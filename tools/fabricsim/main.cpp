@@ -92,7 +92,7 @@ double parse_number(const char* what, const std::string& s) {
 std::string json_number(double v) {
   if (!std::isfinite(v)) return "null";
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
+  std::snprintf(buf, sizeof buf, "%.12g", v);
   return buf;
 }
 

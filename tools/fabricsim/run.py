@@ -221,58 +221,73 @@ def run_emulated(args):
 
 
 def plot(out_dir, results):
+    """Clustered bars like the paper's Figure 1: (B) normalised throughput per message size and
+    scheme on the symmetric fabric, (C) CCT (log) under the halved LAG. Hashing is the mean
+    over its seeds with the range as error bars."""
     sym = results.get("paper-symmetric")
     deg = results.get("paper-degraded")
     if not sym or not deg:
         return
     sizes = sorted({r["size_bytes"] for r in sym["runs"]})
-    schemes = [("hash", "per-flow hashing (flow mode)"), ("spray", "packet spraying"),
-               ("wspray", "capacity-weighted spraying"), ("balanced", "balanced mode"),
-               ("placement", "application-aware placement")]
-    with open(os.path.join(out_dir, "fig1b.dat"), "w") as f:
-        f.write("# size " + " ".join(f"{s}_norm {s}_min {s}_max" for s, _ in schemes) + "\n")
-        for s in sizes:
-            row = [size_label(s)]
-            for sc, _ in schemes:
-                m = mean_by(sym["runs"], sc, "healthy", s)
-                row += [f"{m['norm']:.4f}", f"{m['norm_min']:.4f}", f"{m['norm_max']:.4f}"]
-            f.write(" ".join(row) + "\n")
-    curves = [("spray", "stale", "packet spraying"),
-              ("wspray", "recomputed", "rerouting (weights recomputed)"),
-              ("placement", "recomputed", "rerouting (placement recomputed)"),
+    b_cols = [("hash", "healthy", "per-flow hashing (flow mode)"),
+              ("spray", "healthy", "packet spraying"),
+              ("wspray", "healthy", "capacity-weighted spraying"),
+              ("balanced", "healthy", "balanced mode"),
+              ("placement", "healthy", "application-aware placement")]
+    c_cols = [("spray", "stale", "packet spraying"),
+              ("wspray", "recomputed", "rerouting: weights recomputed"),
+              ("placement", "recomputed", "rerouting: placement recomputed"),
               ("hash", "stale", "per-flow hashing"),
-              ("placement", "stale", "placement, not recomputed")]
+              ("hash", "recomputed", "hashing, weights recomputed"),
+              ("balanced", "recomputed", "balanced, weights recomputed")]
+
+    def write(name, result, cols, key, scale):
+        with open(os.path.join(out_dir, name), "w") as f:
+            f.write("# size " + " ".join(f"{a}/{b} min max" for a, b, _ in cols) + "\n")
+            for s in sizes:
+                row = [size_label(s)]
+                for sc, plan, _ in cols:
+                    m = mean_by(result["runs"], sc, plan, s)
+                    row += [f"{m[key] * scale:.6g}", f"{m[key + '_min'] * scale:.6g}",
+                            f"{m[key + '_max'] * scale:.6g}"]
+                f.write(" ".join(row) + "\n")
+
+    write("fig1b.dat", sym, b_cols, "norm", 1.0)
     with open(os.path.join(out_dir, "fig1c.dat"), "w") as f:
-        f.write("# size " + " ".join(f"{a}-{b}_cct_ms" for a, b, _ in curves) + "\n")
+        f.write("# size " + " ".join(f"{a}/{b}_ms min max" for a, b, _ in c_cols) + "\n")
         for s in sizes:
             row = [size_label(s)]
-            for sc, plan, _ in curves:
+            for sc, plan, _ in c_cols:
                 m = mean_by(deg["runs"], sc, plan, s)
-                row.append(f"{m['cct_s'] * 1e3:.6f}")
+                row += [f"{m['cct_s'] * 1e3:.6g}", f"{m['cct_min'] * 1e3:.6g}",
+                        f"{m['cct_max'] * 1e3:.6g}"]
             f.write(" ".join(row) + "\n")
-    plots_b = ", \\\n     ".join(
-        f"'{out_dir}/fig1b.dat' u 0:{2 + 3 * i}:{3 + 3 * i}:{4 + 3 * i}:xtic(1) "
-        f"w yerrorlines lw 2 pt {5 + i} t '{label}'" for i, (_, label) in enumerate(schemes))
-    plots_c = ", \\\n     ".join(
-        f"'{out_dir}/fig1c.dat' u 0:{2 + i}:xtic(1) w lp lw 2 pt {5 + i} t '{label}'"
-        for i, (_, _, label) in enumerate(curves))
+
+    def bars(dat, cols):
+        return ", \\\n     ".join(
+            f"'{out_dir}/{dat}' u {2 + 3 * i}:{3 + 3 * i}:{4 + 3 * i}"
+            + (":xtic(1)" if i == 0 else "") + f" t '{label}'"
+            for i, (_, _, label) in enumerate(cols))
+
     gp = f"""
-set terminal pngcairo size 900,600 font ',11'
-set grid
-set key bottom right
-set output '{out_dir}/fig1b.png'
-set title "128-GPU AlltoAll, symmetric 8x8 leaf-spine (Figure 1(B) analogue, fabricsim)"
+set terminal pngcairo size 1000,600 font ',11'
+set grid ytics
+set style data histograms
+set style histogram errorbars gap 1 lw 1
+set style fill solid 0.85 border -1
 set xlabel 'AlltoAll message size per GPU'
+set output '{out_dir}/fig1b.png'
+set title "128 GPUs, 8x8 leaf-spine, 400G, symmetric: Figure 1(B) analogue (fabricsim)"
 set ylabel 'normalised throughput (NIC bound / CCT)'
-set yrange [0:1.1]
-plot {plots_b}
+set yrange [0:1.25]
+set key outside bottom center horizontal maxrows 2
+plot {bars("fig1b.dat", b_cols)}
 set output '{out_dir}/fig1c.png'
-set title "128-GPU AlltoAll, LAG leaf0-spine0 halved (Figure 1(C) analogue, fabricsim)"
-set ylabel 'collective completion time (ms, log)'
+set title "128 GPUs, LAG leaf0-spine0 halved: Figure 1(C) analogue (fabricsim)"
+set ylabel 'collective completion time (ms, log scale)'
 set logscale y
-set yrange [*:*]
-set key top left
-plot {plots_c}
+set yrange [0.01:400]
+plot {bars("fig1c.dat", c_cols)}
 """
     subprocess.run(["gnuplot"], input=gp, text=True, check=True)
 

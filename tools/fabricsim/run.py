@@ -126,32 +126,52 @@ def run_paper(args):
     return {"paper-symmetric": sym, "paper-degraded": deg}, text
 
 
+# 2:1 oversubscribed variant of the paper's fabric (one 400G member per leaf-spine link),
+# from lib/pathalg's generator: where link balance, not the NICs, bounds a skewed AlltoAll.
+TOPO_OVERSUB = "gen:leafspine:8,8,16,1,400,400"
+
+
+def with_random_arrival(args, name, result, *run_args):
+    """Adds `balanced` with each source's flows in a random order (3 seeds) to `result` as
+    scheme "balanced-random": how much of balanced's result is NCCL's fixed peer order."""
+    for seed in (1, 2, 3):
+        extra = sim(args.build, os.path.join(args.out, f"{name}-arrival{seed}.json"), "run",
+                    *run_args, "--schemes", "balanced", "--arrival-seed", str(seed))
+        for r in extra["runs"]:
+            r["scheme"] = "balanced-random"
+            r["hash_seed"] = seed
+            result["runs"].append(r)
+    with open(os.path.join(args.out, f"{name}.json"), "w") as f:
+        json.dump(result, f, indent=1)
+
+
 def run_extra(args):
     res, text = {}, ""
-    moe = sim(args.build, os.path.join(args.out, "moe.json"), "run", "--topology", TOPO_PAPER,
-              "--collective", "moe", "--hot-fraction", "0.125", "--hot-share", "0.5",
-              "--sizes", "64M,1G", "--hash-seeds", HASH_SEEDS,
-              "--label", "MoE AlltoAll: 1/8 of the experts get half of the tokens")
-    res["moe"] = moe
-    text += table(moe, "MoE-skewed AlltoAll (hot fraction 0.125, hot share 0.5), 128 GPUs") + "\n"
-    if os.path.exists(TOPO_FATTREE):
-        ft = sim(args.build, os.path.join(args.out, "fattree.json"), "run", "--topology",
-                 TOPO_FATTREE, "--collective", "alltoall", "--sizes", "64M,1G",
-                 "--hash-seeds", HASH_SEEDS, "--label", "3-tier fat-tree AlltoAll")
-        res["fattree"] = ft
-        text += table(ft, "3-tier fat-tree AlltoAll") + "\n"
-    sf = sim(args.build, os.path.join(args.out, "spine-failure.json"), "run", "--topology",
-             TOPO_PAPER, "--collective", "alltoall", "--sizes", "64M,1G",
-             "--hash-seeds", HASH_SEEDS, *degrade_args(PAPER_SPINE_FAILURE),
-             "--label", "spine0 failed (all its links down)")
-    res["spine-failure"] = sf
-    text += table(sf, "Spine 0 failed, 128-GPU AlltoAll") + "\n"
-    ring = sim(args.build, os.path.join(args.out, "allreduce.json"), "run", "--topology",
-               TOPO_PAPER, "--collective", "allreduce", "--sizes", "64M,1G",
-               "--hash-seeds", HASH_SEEDS, *degrade_args(PAPER_DEGRADED),
-               "--label", "ring AllReduce, leaf0-spine0 LAG halved")
-    res["allreduce"] = ring
-    text += table(ring, "Ring AllReduce, 128 GPUs, LAG leaf0-spine0 halved") + "\n"
+    cases = [
+        ("moe", "MoE AlltoAll (1/8 of the experts get half of every GPU's tokens), 128 GPUs",
+         ["--topology", TOPO_PAPER, "--collective", "moe", "--hot-fraction", "0.125",
+          "--hot-share", "0.5", "--sizes", "64M,1G"]),
+        ("moe-oversub", "MoE AlltoAll on the 2:1 oversubscribed variant (1 x 400G per leaf-spine)",
+         ["--topology", TOPO_OVERSUB, "--collective", "moe", "--hot-fraction", "0.125",
+          "--hot-share", "0.5", "--sizes", "64M,1G"]),
+        ("alltoall-oversub", "Uniform AlltoAll on the 2:1 oversubscribed variant",
+         ["--topology", TOPO_OVERSUB, "--collective", "alltoall", "--sizes", "64M,1G"]),
+        ("fattree", "3-tier fat-tree (k = 8, 128 hosts, 400G) AlltoAll",
+         ["--topology", TOPO_FATTREE, "--collective", "alltoall", "--sizes", "64M,1G"]),
+        ("spine-failure", "Spine 0 failed (all its links down), 128-GPU AlltoAll",
+         ["--topology", TOPO_PAPER, "--collective", "alltoall", "--sizes", "64M,1G",
+          *degrade_args(PAPER_SPINE_FAILURE)]),
+        ("allreduce", "Ring AllReduce, 128 GPUs, LAG leaf0-spine0 halved",
+         ["--topology", TOPO_PAPER, "--collective", "allreduce", "--sizes", "64M,1G",
+          *degrade_args(PAPER_DEGRADED)]),
+    ]
+    for name, title, run_args in cases:
+        r = sim(args.build, os.path.join(args.out, f"{name}.json"), "run", *run_args,
+                "--hash-seeds", HASH_SEEDS, "--label", title)
+        if name != "allreduce":
+            with_random_arrival(args, name, r, *run_args)
+        res[name] = r
+        text += table(r, title) + "\n"
     return res, text
 
 

@@ -408,16 +408,28 @@ int steady(const Options& o) {
           for (const fs::LinkUse& u : r.workload.flows.links_of(f))
             if (u.link == probe) per_path[k] += rate[f] * u.share;
       }
+      // What the gateway sends on each path (before any loss in the fabric): the offered
+      // rate of each QP times its share of the path.
+      std::vector<double> offered(paths.size(), 0.0);
+      for (uint32_t k = 0; k < paths.size(); ++k) {
+        const uint32_t probe = paths[k].links.size() > 1 ? paths[k].links[1] : paths[k].links[0];
+        for (uint32_t i = 0; i < demands.size(); ++i)
+          for (const fs::LinkUse& u : r.workload.flows.links_of(r.flow_of_demand[i]))
+            if (u.link == probe) offered[k] += demands[i].max_rate_bps * u.share;
+      }
       js << (first ? "\n" : ",\n") << "    {\"scheme\": \"" << fs::to_string(scheme)
          << "\", \"plan\": \""
          << (o.changes.empty() ? "healthy"
              : recomputed      ? "recomputed"
                                : "stale")
-         << "\", \"goodput_mbit\": " << json_number(goodput / 1e6) << ", \"path_shares\": [";
+         << "\", \"goodput_mbit\": " << json_number(goodput / 1e6) << ", \"carried_shares\": [";
       double total = 0;
       for (double v : per_path) total += v;
       for (size_t k = 0; k < per_path.size(); ++k)
         js << (k ? ", " : "") << json_number(total > 0 ? per_path[k] / total : 0);
+      js << "], \"offered_shares\": [";
+      for (size_t k = 0; k < offered.size(); ++k)
+        js << (k ? ", " : "") << json_number(offered[k] / (o.rate_mbit * 1e6));
       js << "], \"path_mbit\": [";
       for (size_t k = 0; k < per_path.size(); ++k)
         js << (k ? ", " : "") << json_number(per_path[k] / 1e6);

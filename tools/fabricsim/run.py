@@ -179,6 +179,10 @@ def run_extra(args):
 # Mbit/s, open-loop QPs. Frames: 1024-byte RoCE frames plus 80 bytes of encapsulation (outer
 # IPv6 40, SRH with two SIDs 40) on the shaped links.
 EMU_PAYLOAD = 1024 / 1104
+# Stated tolerance of the simulator against the emulated fabric's measured goodput: the
+# largest difference seen is the flow-mode run of (c), whose measurement varies by 7% between
+# runs of the same command (38.3, 40.2, 41.0 Mbit/s: host-side losses on a loaded machine).
+EMULATED_TOLERANCE = 0.08
 
 
 def run_emulated(args):
@@ -210,13 +214,13 @@ def run_emulated(args):
         rows.append(("(c) symmetric, 45 Mbit/s / 8 QPs", mode, s, m))
     # (a) degraded: 24 Mbit/s over 16 QPs; spine 1's uplink 20 -> 4 Mbit/s.
     healthy = steady("healthy", 16, 24, [], "hash")
-    deg = steady("degraded", 16, 24, ["leafA--spine1:0.2"], "hash,wspray")
+    deg = steady("degraded", 16, 24, ["leafA--spine1:0.2"], "hash")
     rows.append(("(a) healthy, 24 Mbit/s / 16 QPs", "flow (hash)", pick(healthy, "hash", "healthy"),
                  phase("degraded", "hash", "healthy")))
     rows.append(("(a) spine 1 uplink at 4 Mbit/s", "flow (hash), engine off",
                  pick(deg, "hash", "stale"), phase("degraded", "hash", "degraded")))
-    rows.append(("(a) spine 1 uplink at 4 Mbit/s", "engine on ~ reweighted",
-                 pick(deg, "wspray", "recomputed"), phase("degraded", "engine", "degraded")))
+    rows.append(("(a) spine 1 uplink at 4 Mbit/s", "engine on ≈ flow, weights recomputed",
+                 pick(deg, "hash", "recomputed"), phase("degraded", "engine", "degraded")))
     # (b) cut: spine 1's link down.
     cut = steady("cut", 16, 24, ["leafA--spine1:0"], "hash")
     rows.append(("(b) L1-S1 cut", "flow (hash), no controller", pick(cut, "hash", "stale"),
@@ -224,8 +228,9 @@ def run_emulated(args):
     rows.append(("(b) L1-S1 cut", "controller: path down", pick(cut, "hash", "recomputed"),
                  phase("cut", "controller", "cut")))
 
-    lines = ["| scenario | mode | simulated goodput Mbit/s | measured | difference | "
-             "simulated path shares | measured path shares |", "|---|---|---|---|---|---|---|"]
+    lines = ["| scenario | gateway | simulated goodput Mbit/s | measured | difference | "
+             "simulated path shares (sent) | measured path shares (gA's counters) |",
+             "|---|---|---|---|---|---|---|"]
     worst = 0.0
     for scn, mode, s, m in rows:
         sim_g = s["goodput_mbit"]
@@ -234,9 +239,10 @@ def run_emulated(args):
         worst = max(worst, abs(diff))
         ms = m.get("path_shares", {})
         lines.append(f"| {scn} | {mode} | {sim_g:.2f} | {meas_g:.2f} | {diff * 100:+.1f}% | "
-                     + " / ".join(f"{x:.3f}" for x in s["path_shares"]) + " | "
+                     + " / ".join(f"{x:.3f}" for x in s["offered_shares"]) + " | "
                      + " / ".join(f"{ms[k]:.3f}" for k in sorted(ms)) + " |")
     text = "\n".join(lines) + f"\n\nlargest goodput difference: {worst * 100:.1f}%\n"
+    res["emulated-largest-difference"] = worst
     return res, text
 
 
@@ -339,6 +345,13 @@ def run_smoke(args):
     rr = mean_by(deg["runs"], "wspray", "recomputed", big)
     if not rr["cct_s"] < sp["cct_s"] * 0.95:
         failures.append(f"rerouting {rr['cct_s']:.6f} s does not beat spraying {sp['cct_s']:.6f} s")
+    # Agreement with the emulated fabric's measured goodput (docs/fabric/summary.json).
+    emu, emu_text = run_emulated(argparse.Namespace(build=args.build, out=out))
+    print(emu_text)
+    if emu["emulated-largest-difference"] > EMULATED_TOLERANCE:
+        failures.append(f"emulated fabric: goodput differs by "
+                        f"{emu['emulated-largest-difference'] * 100:.1f}% "
+                        f"> {EMULATED_TOLERANCE * 100:.0f}%")
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0

@@ -141,6 +141,7 @@ def with_random_arrival(args, name, result, *run_args):
             r["scheme"] = "balanced-random"
             r["hash_seed"] = seed
             result["runs"].append(r)
+        os.remove(os.path.join(args.out, f"{name}-arrival{seed}.json"))  # merged below
     with open(os.path.join(args.out, f"{name}.json"), "w") as f:
         json.dump(result, f, indent=1)
 

@@ -661,6 +661,8 @@ bool Planner::update_links(std::span<const LinkChange> changes, std::vector<Gate
       prior.build_destination(g, d, uint32_t(j + 1), base[j], p, old_plan);
       after.build_destination(g, d, uint32_t(j + 1), base[j], p, new_plan);
     }
+    sort_plan(old_plan);
+    sort_plan(new_plan);
     PlanDiff dd = diff(old_plan, new_plan);
     if (!dd.empty()) out.push_back(GatewayChange{g, std::move(dd)});
   }

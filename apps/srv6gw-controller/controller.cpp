@@ -136,7 +136,43 @@ std::unique_ptr<Controller> Controller::create(ControllerOptions options,
   for (const auto& g : c->planner_->gateways()) known.insert(g);
   c->reconciler_ = std::make_unique<Reconciler>(
       c->options_.reconcile, [raw = c.get()](const PassOutcome& o) { raw->on_pass(o); });
-  for (const auto& ep : config.gateways()) {
+  // Endpoints: the topology's agent addresses with the default credentials, then the
+  // --gateways file's entries (which win).
+  std::map<std::string, cv1::GatewayEndpoint> endpoints;
+  for (const auto& [name, agent] : c->planner_->agents()) {
+    if (agent.empty()) continue;
+    auto& ep = endpoints[name];
+    ep.set_name(name);
+    ep.set_target(agent);
+    ep.set_ca(config.default_ca());
+    ep.set_cert(config.default_cert());
+    ep.set_key(config.default_key());
+    ep.set_tls_server_name(config.default_tls_server_name());
+  }
+  std::set<std::string> listed;
+  for (const auto& e : config.gateways()) {
+    if (!known.count(e.name())) {
+      error = "gateways[" + e.name() + "]: no gateway of that name in the topology";
+      return nullptr;
+    }
+    if (!listed.insert(e.name()).second) {
+      error = "gateways[" + e.name() + "]: listed twice";
+      return nullptr;
+    }
+    auto& ep = endpoints[e.name()];
+    const std::string target = ep.target();
+    ep.MergeFrom(e);
+    if (e.target().empty()) ep.set_target(target);
+    if (ep.ca().empty()) ep.set_ca(config.default_ca());
+    if (ep.cert().empty()) ep.set_cert(config.default_cert());
+    if (ep.key().empty()) ep.set_key(config.default_key());
+    if (ep.tls_server_name().empty()) ep.set_tls_server_name(config.default_tls_server_name());
+    if (ep.target().empty()) {
+      error = "gateways[" + e.name() + "]: no target here nor agent in the topology";
+      return nullptr;
+    }
+  }
+  for (const auto& [_, ep] : endpoints) {
     if (!known.count(ep.name())) {
       error = "gateways[" + ep.name() + "]: no gateway of that name in the topology";
       return nullptr;
@@ -149,7 +185,7 @@ std::unique_ptr<Controller> Controller::create(ControllerOptions options,
     if (!ch) return nullptr;
     c->channels_[ep.name()] = ch;
     c->targets_[ep.name()] = ep.target();
-    if (ep.probe()) c->probing_.insert(ep.name());
+    if (ep.has_probe()) c->probe_[ep.name()] = ep.probe();
     c->reconciler_->add_gateway(ep.name(), ch);
   }
   for (const auto& g : known) {
@@ -230,42 +266,9 @@ std::map<std::string, LinkState> Controller::links_in_force_locked(bool with_inf
 bool Controller::replan_locked(const std::string& why, std::vector<std::string>* changed,
                                std::string& error) {
   PlanOutput out;
-  if (!planner_->compute(links_in_force_locked(true), jobs_, probing_, out, error)) return false;
-  if (!inferred_down_.empty()) {
-    // Paths over links taken down from probe verdicts stay configured at weight 0 in probed
-    // policies: the gateway keeps probing them, and their probe-up brings the link back.
-    PlanOutput full;
-    std::string ignored;
-    if (planner_->compute(links_in_force_locked(false), jobs_, probing_, full, ignored)) {
-      for (auto& [gw, state] : out.gateways) {
-        auto fit = full.gateways.find(gw);
-        if (fit == full.gateways.end()) continue;
-        for (auto& [name, pol] : state.policies) {
-          if (pol.probe_sid().empty()) continue;
-          auto pit = fit->second.policies.find(name);
-          if (pit == fit->second.policies.end()) continue;
-          std::set<uint32_t> have;
-          for (const auto& sl : pol.segment_lists()) have.insert(sl.path_id());
-          for (const auto& sl : pit->second.segment_lists()) {
-            if (have.count(sl.path_id())) continue;
-            auto* kept = pol.add_segment_lists();
-            *kept = sl;
-            kept->set_weight(0);
-          }
-        }
-      }
-      for (auto& p : full.paths) {
-        bool present = false;
-        for (const auto& q : out.paths) {
-          if (q.gateway == p.gateway && q.path_id == p.path_id) {
-            present = true;
-            break;
-          }
-        }
-        if (!present) out.paths.push_back(p);
-      }
-    }
-  }
+  if (!planner_->compute(links_in_force_locked(true), jobs_, probe_, out, error)) return false;
+  // Paths over links in force down stay in their policies at weight 0 (the path algorithm
+  // module keeps them): gateways keep probing them, and their probe-up brings the link back.
   std::vector<std::string> diffs;
   for (const auto& [gw, state] : out.gateways) {
     auto it = plan_.gateways.find(gw);

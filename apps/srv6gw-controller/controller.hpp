@@ -108,7 +108,7 @@ class Controller {
   // (gateway, path id) -> down, as the gateway's PATH_STATE events (probe-down/up) said.
   std::map<std::pair<std::string, uint32_t>, bool> probe_down_;
   std::vector<cv1::SubmitJobRequest> jobs_;
-  std::set<std::string> probing_;
+  std::map<std::string, bool> probe_;  // per gateway, when the endpoint says
   PlanOutput plan_;
   uint64_t plan_version_ = 0;
   uint64_t next_job_number_ = 1;

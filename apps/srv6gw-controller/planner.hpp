@@ -44,16 +44,28 @@ class Planner {
   // Content hash of the topology (persisted: a restart notices a new topology file).
   virtual std::string topology_version() const = 0;
   virtual std::vector<std::string> gateways() const = 0;
+  // Agent endpoints the topology names, by gateway ("" or absent: none).
+  virtual std::map<std::string, std::string> agents() const = 0;
   // Every link of the topology with its state as the file gives it.
   virtual std::map<std::string, LinkState> links() const = 0;
   // Why a job cannot be placed ("" = it can): unknown host, no flow, ...
   virtual std::string check_job(const cv1::SubmitJobRequest& job) const = 0;
-  // The whole plan for `links` (state in force) and `jobs`. `probing`: gateways whose
-  // policies name their remote gateways' probe SIDs. False with `error` when impossible.
+  // The whole plan for `links` (state in force) and `jobs`. A job is placed the first time
+  // it is seen (on the links in force then) and keeps its paths afterwards; a pinned flow
+  // whose path is down falls back to its destination's multipath policy. `probe`: gateways
+  // told to probe (true) or not (false); others as the topology says. False with `error`
+  // when impossible.
   virtual bool compute(const std::map<std::string, LinkState>& links,
                        const std::vector<cv1::SubmitJobRequest>& jobs,
-                       const std::set<std::string>& probing, PlanOutput& out,
-                       std::string& error) const = 0;
+                       const std::map<std::string, bool>& probe, PlanOutput& out,
+                       std::string& error) = 0;
 };
 
+}  // namespace srv6gw::sr_controller
+
+namespace srv6gw::sr_controller {
+// The path algorithm module's planner over a topology file (planner_pathalg.cpp). Null with
+// `error` (naming the offending node) when the file is refused.
+std::unique_ptr<Planner> load_topology_planner(const std::string& topology_path,
+                                               std::string& error);
 }  // namespace srv6gw::sr_controller

@@ -440,7 +440,8 @@ void Controller::on_gateway_event(const std::string& gateway, const v1::Event& e
       if (!down && p.reason() != "probe-up") break;  // congestion and operator decisions
       publish(cv1::CONTROLLER_EVENT_KIND_PATH_STATE, gateway, "",
               p.policy() + "/" + p.segment_list() + " path " + std::to_string(p.path_id()) + " " +
-                  p.reason());
+                  p.reason(),
+              0, ev.time_unix_ns());  // the gateway's time of the verdict
       std::lock_guard lock(mutex_);
       probe_down_[{gateway, p.path_id()}] = down;
       if (update_inference_locked()) {
@@ -478,7 +479,8 @@ void Controller::on_pass(const PassOutcome& o) {
 }
 
 void Controller::publish(cv1::ControllerEventKind kind, const std::string& gateway,
-                         const std::string& link, const std::string& detail, uint64_t generation) {
+                         const std::string& link, const std::string& detail, uint64_t generation,
+                         uint64_t time_unix_ns) {
   cv1::ControllerEvent ev;
   ev.set_kind(kind);
   ev.set_gateway(gateway);
@@ -486,6 +488,7 @@ void Controller::publish(cv1::ControllerEventKind kind, const std::string& gatew
   ev.set_detail(detail);
   ev.set_generation(generation);
   ev.set_plan_version(plan_version_);
+  ev.set_time_unix_ns(time_unix_ns);
   events_.publish(std::move(ev));
 }
 

@@ -93,7 +93,8 @@ class Controller {
   void on_pass(const PassOutcome& o);
   void watch_loop(const std::string& gateway, std::shared_ptr<grpc::Channel> channel);
   void publish(cv1::ControllerEventKind kind, const std::string& gateway,
-               const std::string& link, const std::string& detail, uint64_t generation = 0);
+               const std::string& link, const std::string& detail, uint64_t generation = 0,
+               uint64_t time_unix_ns = 0);
 
   ControllerOptions options_;
   std::unique_ptr<Planner> planner_;
@@ -110,7 +111,7 @@ class Controller {
   std::vector<cv1::SubmitJobRequest> jobs_;
   std::map<std::string, bool> probe_;  // per gateway, when the endpoint says
   PlanOutput plan_;
-  uint64_t plan_version_ = 0;
+  std::atomic<uint64_t> plan_version_{0};  // written under mutex_, read by publish()
   uint64_t next_job_number_ = 1;
   std::string persisted_topology_version_;
   std::map<std::string, uint64_t> synced_generation_;

@@ -7,9 +7,9 @@
 //
 // Method: exact branch and bound when the instance is small enough to finish within a node
 // budget (then the result is proven optimal); otherwise greedy largest-first (each flow to the
-// path whose most loaded link would be lightest) followed by local improvement (move or swap
-// flows off the most loaded link while that lowers it). A lower bound from link cuts is
-// reported alongside.
+// path whose most loaded link would be lightest) followed by local improvement (move a flow
+// off the most loaded link while that lowers it). A lower bound from link cuts is reported
+// alongside.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +34,7 @@ struct PlacementOptions {
   // Branch-and-bound nodes the exact search may visit before giving up on proving optimality
   // (its best assignment so far is still used when better than the heuristic's).
   uint64_t exact_node_budget = 2000000;
-  // Improvement passes of the heuristic (each moves or swaps flows off the hottest link).
+  // Improvement passes of the heuristic (each moves one flow off the hottest link).
   unsigned improvement_rounds = 10000;
   bool exact = true;  // false: heuristic only
 };

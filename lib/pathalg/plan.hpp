@@ -15,15 +15,21 @@
 //   A pinned flow whose path is down falls back to "to-D" (its rule is re-pointed).
 // G's own local SIDs: its decap SID, its uSID (as end-dt46) and probe SID when set.
 //
-// Path ids (SRH Tag, 1..32767) are unique per gateway and stable: they are handed out by an
-// IdBook keyed by policy and path, which the caller keeps between computations; the same
-// path keeps its id, new paths take the lowest free id. Rule ids likewise (destination rules
-// from 1, pinned exact rules from kPinnedRuleBase).
+// Path ids (SRH Tag, 1..32767) are unique per gateway and stable:
+//   - multipath policies: numbered in design order (destinations in host order, each with
+//     max(paths) + PlanOptions::backups slots), so they depend on the design only (nodes and
+//     links, not their state): the same path keeps its id across failures and recomputation,
+//     without any state to keep (1024 gateways x 16k paths would not fit in books).
+//   - pinned policies: handed out by the gateway's IdBook (above the design range), keyed by
+//     policy and path, kept by the Planner: a pinned path keeps its id while pinned.
+// Rule ids: destination rules = 1 + the destination's position among hosts; pinned exact
+// rules from kPinnedRuleBase, by the gateway's rule IdBook keyed by destination and DestQP.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -45,6 +51,9 @@ inline constexpr uint32_t kPinnedRuleBase = 0x1000000;
 class IdBook {
  public:
   IdBook(uint32_t first, uint32_t last) : first_(first), last_(last), next_(first) {}
+  // Moves the range's start (ids below it already given out stay); used once the design
+  // range of a gateway is known.
+  void set_first(uint32_t first);
   // The id of `key`, assigned when new; nullopt when the range is exhausted.
   std::optional<uint32_t> id(std::string_view key);
   std::optional<uint32_t> find(std::string_view key) const;
@@ -56,7 +65,7 @@ class IdBook {
  private:
   uint32_t first_, last_, next_;
   std::map<std::string, uint32_t, std::less<>> by_key_;
-  std::map<uint32_t, std::string> by_id_;
+  std::set<uint32_t> used_;
 };
 
 // A gateway's ids: path ids (1..config::kMaxPathId) and rule ids.
@@ -179,7 +188,8 @@ class Planner {
   std::unique_ptr<State> state_;
 };
 
-// One-shot convenience (tests, small fabrics): the plan of `gateway` with fresh books.
+// One-shot convenience (tests, tools): the plan of `gateway` under the topology's current
+// state with the given books (pinned ids) and pins.
 GatewayPlan plan_gateway(const PathCache& cache, NodeId gateway, const PlanOptions& opt,
                          GatewayBooks& books, std::span<const Pin> pins = {});
 

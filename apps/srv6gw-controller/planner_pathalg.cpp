@@ -6,27 +6,15 @@
 #include <fstream>
 #include <sstream>
 
-#include "pathalg/apply.hpp"
-#include "pathalg/loader.hpp"
+#include "agent/convert.hpp"
 #include "pathalg/placement.hpp"
 #include "pathalg/plan.hpp"
-#include "planner.hpp"
+#include "planner_pathalg.hpp"
 
 namespace srv6gw::sr_controller {
 namespace {
 
 namespace pa = ::srv6gw::pathalg;
-
-std::string fnv1a_hex(const std::string& data) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : data) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)h);
-  return buf;
-}
 
 class TopologyPlanner final : public Planner {
  public:
@@ -106,20 +94,26 @@ class TopologyPlanner final : public Planner {
       pa::GatewayPlan plan = planner_.plan(g);
       auto probe_it = probe.find(gname);
       const bool strip_probe = probe_it != probe.end() && !probe_it->second;
-      auto req = pa::to_apply(pa::full(plan));
+      // The gateway's own model -> srv6gw.v1 with the agent's conversion (what ListPolicies
+      // would return for it).
       GatewayState& state = out.gateways[gname];
       std::set<std::string> probed_policies;
-      for (auto& c : *req.mutable_changes()) {
-        if (c.has_upsert_policy()) {
-          auto* p = c.mutable_upsert_policy();
-          if (strip_probe) p->clear_probe_sid();
-          if (!p->probe_sid().empty()) probed_policies.insert(p->name());
-          state.add(std::move(*p));
-        } else if (c.has_upsert_steering()) {
-          state.add(std::move(*c.mutable_upsert_steering()));
-        } else if (c.has_upsert_local_sid()) {
-          state.add(std::move(*c.mutable_upsert_local_sid()));
-        }
+      for (const auto& pol : plan.policies) {
+        v1::SrPolicy p;
+        agent::to_proto(pol, p);
+        if (strip_probe) p.clear_probe_sid();
+        if (!p.probe_sid().empty()) probed_policies.insert(p.name());
+        state.add(std::move(p));
+      }
+      for (const auto& rule : plan.steering) {
+        v1::SteeringRule r;
+        agent::to_proto(rule, r);
+        state.add(std::move(r));
+      }
+      for (const auto& sid : plan.local_sids) {
+        v1::LocalSid l;
+        agent::to_proto(sid, l);
+        state.add(std::move(l));
       }
       for (const auto& pp : plan.paths) {
         PlannedPath p;
@@ -286,22 +280,8 @@ class TopologyPlanner final : public Planner {
 
 }  // namespace
 
-std::unique_ptr<Planner> load_topology_planner(const std::string& topology_path,
-                                               std::string& error) {
-  std::ifstream in(topology_path, std::ios::binary);
-  if (!in) {
-    error = "cannot read the file";
-    return nullptr;
-  }
-  std::ostringstream s;
-  s << in.rdbuf();
-  auto loaded = pa::load_topology_json(s.str());
-  if (auto* e = std::get_if<pa::TopologyError>(&loaded)) {
-    error = e->path.empty() ? e->message : e->path + ": " + e->message;
-    return nullptr;
-  }
-  return std::make_unique<TopologyPlanner>(std::move(std::get<pa::Topology>(loaded)),
-                                           fnv1a_hex(s.str()));
+std::unique_ptr<Planner> make_topology_planner(pathalg::Topology topology, std::string version) {
+  return std::make_unique<TopologyPlanner>(std::move(topology), std::move(version));
 }
 
 }  // namespace srv6gw::sr_controller

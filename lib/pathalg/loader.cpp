@@ -1,2 +1,382 @@
 // SPDX-License-Identifier: BSD-3-Clause
+// libyang front end of topology files: JSON -> libyang data tree (types, structure) ->
+// Topology -> check() (semantics). Errors keep libyang's data paths.
 #include "pathalg/loader.hpp"
+
+#include <libyang/libyang.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "config/loader.hpp"
+
+namespace srv6gw::pathalg {
+namespace {
+
+constexpr const char* kModule = "srv6gw-topology";
+constexpr const char* kRoot = "/srv6gw-topology:topology";
+
+// Concatenation by appending: GCC 12's -Wrestrict misfires on "literal" + std::string.
+template <typename... Parts>
+std::string cat(const Parts&... parts) {
+  std::string s;
+  (s += ... += parts);
+  return s;
+}
+
+struct CtxDeleter {
+  void operator()(ly_ctx* c) const { ly_ctx_destroy(c); }
+};
+struct TreeDeleter {
+  void operator()(lyd_node* t) const { lyd_free_all(t); }
+};
+using CtxPtr = std::unique_ptr<ly_ctx, CtxDeleter>;
+using TreePtr = std::unique_ptr<lyd_node, TreeDeleter>;
+
+class ScopedLyLogCapture {
+ public:
+  ScopedLyLogCapture() { ly_temp_log_options(&opts_); }
+  ~ScopedLyLogCapture() { ly_temp_log_options(nullptr); }
+  ScopedLyLogCapture(const ScopedLyLogCapture&) = delete;
+  ScopedLyLogCapture& operator=(const ScopedLyLogCapture&) = delete;
+
+ private:
+  uint32_t opts_ = LY_LOSTORE;
+};
+
+std::string quoted_after(std::string_view text, std::string_view label) {
+  const auto at = text.find(label);
+  if (at == std::string_view::npos) return {};
+  const auto begin = at + label.size();
+  const auto end = text.find('"', begin);
+  if (end == std::string_view::npos) return {};
+  return std::string(text.substr(begin, end - begin));
+}
+
+TopologyError libyang_error(const ly_ctx* ctx, std::string_view fallback) {
+  for (const ly_err_item* e = ly_err_first(ctx); e; e = e->next) {
+    if (e->level != LY_LLERR) continue;
+    TopologyError out;
+    out.message = e->msg ? e->msg : std::string(fallback);
+    while (!out.message.empty() && (out.message.back() == '.' || out.message.back() == ' ')) {
+      out.message.pop_back();
+    }
+    const std::string_view location = e->path ? e->path : "";
+    out.path = quoted_after(location, "ata location \"");
+    if (out.path.empty()) out.path = quoted_after(location, "chema location \"");
+    if (out.path.empty() && !location.empty() && location.front() == '/') {
+      out.path = std::string(location);
+    }
+    if (const auto at = location.find("line number "); at != std::string_view::npos) {
+      const auto digits = location.substr(at + 12);
+      out.message += cat(" (line ", digits.substr(0, digits.find_first_not_of("0123456789")), ")");
+    }
+    return out;
+  }
+  return TopologyError{"", std::string(fallback)};
+}
+
+struct MapError {
+  TopologyError error;
+};
+
+std::string node_path(const lyd_node* n) {
+  char* p = lyd_path(n, LYD_PATH_STD, nullptr, 0);
+  std::string out = p ? p : "";
+  std::free(p);
+  return out;
+}
+
+[[noreturn]] void fail(const lyd_node* n, std::string message) {
+  throw MapError{TopologyError{node_path(n), std::move(message)}};
+}
+
+std::string_view name_of(const lyd_node* n) {
+  return n->schema ? n->schema->name : "";
+}
+std::string_view value_of(const lyd_node* n) {
+  const char* v = lyd_get_value(n);
+  return v ? std::string_view(v) : std::string_view();
+}
+
+uint64_t as_uint(const lyd_node* n) {
+  const auto v = value_of(n);
+  uint64_t x = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || end != v.data() + v.size()) fail(n, "expected a number");
+  return x;
+}
+
+// decimal64 Gbit/s with 3 fraction digits -> Mbit/s, exactly.
+uint64_t as_mbps(const lyd_node* n) {
+  const auto v = value_of(n);
+  const auto dot = v.find('.');
+  const std::string_view whole = v.substr(0, dot);
+  std::string frac = dot == std::string_view::npos ? "" : std::string(v.substr(dot + 1));
+  frac.resize(3, '0');
+  uint64_t w = 0, f = 0;
+  auto [e1, c1] = std::from_chars(whole.data(), whole.data() + whole.size(), w);
+  auto [e2, c2] = std::from_chars(frac.data(), frac.data() + 3, f);
+  if (c1 != std::errc() || c2 != std::errc()) fail(n, "expected Gbit/s");
+  return w * 1000 + f;
+}
+
+net::Ipv6Addr as_ipv6(const lyd_node* n) {
+  auto a = net::parse_ipv6(value_of(n));
+  if (!a) fail(n, "expected an IPv6 address");
+  return *a;
+}
+
+template <typename F>
+void for_children(const lyd_node* parent, F&& f) {
+  for (const lyd_node* c = lyd_child(parent); c; c = c->next) f(c, name_of(c));
+}
+
+Topology map_topology(const lyd_node* top) {
+  Topology t;
+  struct PendingLink {
+    const lyd_node* node;
+    std::string a, b;
+    Link link;
+    bool members_up_set = false;
+  };
+  std::vector<PendingLink> links;
+  for_children(top, [&](const lyd_node* c, std::string_view name) {
+    if (name == "name") {
+      t.name = std::string(value_of(c));
+    } else if (name == "usid-format") {
+      for_children(c, [&](const lyd_node* f, std::string_view fn) {
+        if (fn == "block-bits") t.usid_format.block_bits = uint8_t(as_uint(f));
+        if (fn == "usid-bits") t.usid_format.usid_bits = uint8_t(as_uint(f));
+      });
+    } else if (name == "switches") {
+      for_children(c, [&](const lyd_node* s, std::string_view) {
+        Node n;
+        for_children(s, [&](const lyd_node* f, std::string_view fn) {
+          if (fn == "name") n.name = std::string(value_of(f));
+          if (fn == "role") {
+            auto r = parse_role(value_of(f));
+            if (!r) fail(f, "unknown role");
+            n.role = *r;
+          }
+          if (fn == "plane") n.plane = uint16_t(as_uint(f));
+          if (fn == "pod") n.pod = uint16_t(as_uint(f));
+          if (fn == "sid") n.sid = as_ipv6(f);
+          if (fn == "usid") n.usid = as_ipv6(f);
+        });
+        t.add_node(std::move(n));
+      });
+    } else if (name == "hosts") {
+      for_children(c, [&](const lyd_node* h, std::string_view) {
+        Node n;
+        n.role = Role::host;
+        for_children(h, [&](const lyd_node* f, std::string_view fn) {
+          if (fn == "name") n.name = std::string(value_of(f));
+          if (fn == "address") {
+            auto a = net::parse_ip(value_of(f));
+            if (!a) fail(f, "expected an IP address");
+            n.address = *a;
+          }
+          if (fn != "gateway") return;
+          for_children(f, [&](const lyd_node* g, std::string_view gn) {
+            Gateway& gw = n.gateway;
+            if (gn == "source-address") gw.source = as_ipv6(g);
+            if (gn == "decap-sid") gw.decap_sid = as_ipv6(g);
+            if (gn == "usid") gw.usid = as_ipv6(g);
+            if (gn == "probe-sid") gw.probe_sid = as_ipv6(g);
+            if (gn == "agent") gw.agent = std::string(value_of(g));
+            if (gn == "decap-behavior") {
+              const auto v = value_of(g);
+              gw.decap_behavior = v == "end-dx4"   ? srv6::LocalSidBehavior::end_dx4
+                                  : v == "end-dx6" ? srv6::LocalSidBehavior::end_dx6
+                                                   : srv6::LocalSidBehavior::end_dt46;
+            }
+            if (gn == "locator") {
+              const auto v = value_of(g);
+              const auto slash = v.find('/');
+              auto a = net::parse_ipv6(v.substr(0, slash));
+              if (!a || slash == std::string_view::npos) fail(g, "expected an IPv6 prefix");
+              gw.locator = *a;
+              unsigned len = 0;
+              std::from_chars(v.data() + slash + 1, v.data() + v.size(), len);
+              gw.locator_len = uint8_t(len);
+            }
+          });
+        });
+        t.add_node(std::move(n));
+      });
+    } else if (name == "links") {
+      for_children(c, [&](const lyd_node* l, std::string_view) {
+        PendingLink p{l, {}, {}, {}, false};
+        p.link.members = 1;
+        p.link.member_mbps = 400000;
+        for_children(l, [&](const lyd_node* f, std::string_view fn) {
+          if (fn == "a") p.a = std::string(value_of(f));
+          if (fn == "b") p.b = std::string(value_of(f));
+          if (fn == "members") p.link.members = uint16_t(as_uint(f));
+          if (fn == "member-gbps") p.link.member_mbps = as_mbps(f);
+          if (fn == "state") p.link.state = value_of(f) == "down" ? LinkState::down : LinkState::up;
+          if (fn == "members-up") {
+            p.link.members_up = uint16_t(as_uint(f));
+            p.members_up_set = true;
+          }
+          if (fn == "capacity-gbps") p.link.capacity_override_mbps = as_mbps(f);
+        });
+        if (!p.members_up_set) p.link.members_up = p.link.members;
+        links.push_back(std::move(p));
+      });
+    }
+  });
+  // Node names are list keys (unique per list); a switch and a host may still share one.
+  for (const Node& n : t.nodes()) {
+    if (auto id = t.find_node(n.name); id && &t.node(*id) != &n) {
+      throw MapError{TopologyError{n.is_host() ? host_path(n.name) : switch_path(n.name),
+                                   cat("name '", n.name, "' is used by a switch and a host")}};
+    }
+  }
+  for (PendingLink& p : links) {
+    const auto a = t.find_node(p.a);
+    const auto b = t.find_node(p.b);
+    const std::string lp = link_path(p.a, p.b);
+    if (!a) throw MapError{{lp + "/a", cat("unknown switch or host '", p.a, "'")}};
+    if (!b) throw MapError{{lp + "/b", cat("unknown switch or host '", p.b, "'")}};
+    p.link.a = *a;
+    p.link.b = *b;
+    t.add_link(p.link);
+  }
+  return t;
+}
+
+std::string json_escape(std::string_view s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o;
+}
+
+std::string gbps_text(uint64_t mbps) {
+  std::string s = std::to_string(mbps / 1000);
+  if (mbps % 1000) {
+    char frac[8];
+    std::snprintf(frac, sizeof frac, ".%03u", unsigned(mbps % 1000));
+    s += frac;
+  }
+  return s;
+}
+
+}  // namespace
+
+TopologyResult load_topology_json(std::string_view json) {
+  ScopedLyLogCapture capture;
+  const std::string dir = config::find_yang_dir();
+  if (dir.empty()) return TopologyError{"", "YANG folder not found (set SRV6GW_YANG_DIR)"};
+  ly_ctx* raw_ctx = nullptr;
+  if (ly_ctx_new(dir.c_str(), LY_CTX_NO_YANGLIBRARY | LY_CTX_DISABLE_SEARCHDIR_CWD, &raw_ctx) !=
+      LY_SUCCESS) {
+    return TopologyError{"", cat("cannot create a libyang context for ", dir)};
+  }
+  CtxPtr ctx(raw_ctx);
+  if (!ly_ctx_load_module(ctx.get(), kModule, nullptr, nullptr)) {
+    TopologyError e = libyang_error(ctx.get(), "cannot load the YANG module");
+    e.message = cat("cannot load YANG module ", dir, "/", kModule, ".yang: ", e.message);
+    return e;
+  }
+  const std::string text(json);
+  lyd_node* raw = nullptr;
+  const LY_ERR rc = lyd_parse_data_mem(ctx.get(), text.c_str(), LYD_JSON, LYD_PARSE_STRICT,
+                                       LYD_VALIDATE_PRESENT, &raw);
+  TreePtr tree(raw);
+  if (rc != LY_SUCCESS) return libyang_error(ctx.get(), "invalid topology");
+  const lyd_node* top = nullptr;
+  for (const lyd_node* n = tree.get(); n; n = n->next) {
+    if (name_of(n) == "topology" && n->schema->module &&
+        std::strcmp(n->schema->module->name, kModule) == 0) {
+      top = n;
+    }
+  }
+  if (!top) return TopologyError{kRoot, "the file has no topology"};
+  Topology t;
+  try {
+    t = map_topology(top);
+  } catch (const MapError& e) {
+    return e.error;
+  }
+  if (auto e = check(t)) return *e;
+  return t;
+}
+
+TopologyResult load_topology_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return TopologyError{"", cat("cannot open ", path, ": ", std::strerror(errno))};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return load_topology_json(text.str());
+}
+
+std::string to_json(const Topology& t) {
+  std::ostringstream o;
+  auto str = [](std::string_view s) { return cat("\"", json_escape(s), "\""); };
+  o << "{\n  \"srv6gw-topology:topology\": {\n";
+  o << "    \"name\": " << str(t.name) << ",\n";
+  o << "    \"usid-format\": {\"block-bits\": " << unsigned(t.usid_format.block_bits)
+    << ", \"usid-bits\": " << unsigned(t.usid_format.usid_bits) << "},\n";
+  o << "    \"switches\": {\"switch\": [";
+  bool first = true;
+  for (const Node& n : t.nodes()) {
+    if (n.is_host()) continue;
+    o << (first ? "\n" : ",\n") << "      {\"name\": " << str(n.name)
+      << ", \"role\": " << str(to_string(n.role));
+    if (n.plane) o << ", \"plane\": " << n.plane;
+    if (n.pod) o << ", \"pod\": " << n.pod;
+    if (n.sid) o << ", \"sid\": " << str(net::to_string(*n.sid));
+    if (n.usid) o << ", \"usid\": " << str(net::to_string(*n.usid));
+    o << "}";
+    first = false;
+  }
+  o << "\n    ]},\n    \"hosts\": {\"host\": [";
+  first = true;
+  for (NodeId h : t.hosts()) {
+    const Node& n = t.node(h);
+    const Gateway& g = n.gateway;
+    o << (first ? "\n" : ",\n") << "      {\"name\": " << str(n.name)
+      << ", \"address\": " << str(net::to_string(n.address)) << ",\n       \"gateway\": {"
+      << "\"source-address\": " << str(net::to_string(g.source))
+      << ", \"locator\": " << str(net::to_string(g.locator) + "/" + std::to_string(g.locator_len))
+      << ", \"decap-sid\": " << str(net::to_string(g.decap_sid));
+    if (g.decap_behavior != srv6::LocalSidBehavior::end_dt46) {
+      o << ", \"decap-behavior\": "
+        << str(g.decap_behavior == srv6::LocalSidBehavior::end_dx4 ? "end-dx4" : "end-dx6");
+    }
+    if (g.usid) o << ", \"usid\": " << str(net::to_string(*g.usid));
+    if (g.probe_sid) o << ", \"probe-sid\": " << str(net::to_string(*g.probe_sid));
+    if (!g.agent.empty()) o << ", \"agent\": " << str(g.agent);
+    o << "}}";
+    first = false;
+  }
+  o << "\n    ]},\n    \"links\": {\"link\": [";
+  first = true;
+  for (const Link& l : t.links()) {
+    o << (first ? "\n" : ",\n") << "      {\"a\": " << str(t.node(l.a).name)
+      << ", \"b\": " << str(t.node(l.b).name);
+    if (l.members != 1) o << ", \"members\": " << l.members;
+    o << ", \"member-gbps\": " << str(gbps_text(l.member_mbps));
+    if (l.state == LinkState::down) o << ", \"state\": \"down\"";
+    if (l.members_up != l.members) o << ", \"members-up\": " << l.members_up;
+    if (l.capacity_override_mbps) {
+      o << ", \"capacity-gbps\": " << str(gbps_text(*l.capacity_override_mbps));
+    }
+    o << "}";
+    first = false;
+  }
+  o << "\n    ]}\n  }\n}\n";
+  return o.str();
+}
+
+}  // namespace srv6gw::pathalg

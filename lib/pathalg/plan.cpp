@@ -78,11 +78,6 @@ std::string list_name(const Topology& t, std::span<const NodeId> nodes, size_t i
     if (valid_name(transit) && !taken.count(transit)) return transit;
   }
   std::string all = join(0, switches.size());
-  if (switches.size() <= 2 && valid_name(all) && !taken.count(all)) {
-    // Same leaf (or leaves only): "direct" reads better than the leaf's name alone.
-    if (switches.size() == 1 && !taken.count("direct")) return "direct";
-    return all;
-  }
   if (valid_name(all) && !taken.count(all)) return all;
   return cat("path", std::to_string(index));
 }

@@ -292,6 +292,11 @@ def main():
     up = first_after("CONTROLLER_EVENT_KIND_PATH_STATE", t_restore_ns, None, "probe-up")
     pushed_back = {e["gateway"] for e in events if e.get("kind") == "CONTROLLER_EVENT_KIND_PUSHED"
                    and int(e.get("time_unix_ns", 0)) >= t_restore_ns}
+    for e in events:
+        t = int(e.get("time_unix_ns", 0))
+        if t_cut_ns - 1e8 <= t and e.get("kind") != "CONTROLLER_EVENT_KIND_SUBSCRIBED":
+            log(f"    {(t - t_cut_ns) / 1e6:9.1f} ms  {e.get('kind', '')[27:]:<12} "
+                f"{e.get('gateway', '') or e.get('link', ''):<8} {e.get('detail', '')[:90]}")
     lost_ctl = with_ctl["sent"][1] - with_ctl["received"][1]
     log(f"cut L1--S1 with the controller: first probe-down "
         f"{(int(down['time_unix_ns']) - t_cut_ns) / 1e6 if down else float('nan'):.1f} ms after "
@@ -308,6 +313,13 @@ def main():
         problems.append(f"the failure was pushed to {sorted(pushed_gw)}, not all four")
     if not up or len(pushed_back) != 4:
         problems.append("the restore did not come back to all four gateways")
+
+    # Where a push's time goes on the gateways (the agent's own phases, from their logs).
+    for g in fab.gws:
+        with open(fab.daemons[g.name]["err"]) as f:
+            lines = [ln.strip() for ln in f if "agent: generation" in ln]
+        for ln in lines[-4:-2]:
+            log(f"    {g.name}: {ln[ln.find('generation'):][:160]}")
 
     # 4. The same without the controller.
     ctl.stop()

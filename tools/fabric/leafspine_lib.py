@@ -99,7 +99,8 @@ class LeafSpineFabric:
         self.ip(b, f"link set dev {dev_b} up")
 
     def _batch(self, role, lines):
-        r = subprocess.run(["ip", "-n", self.ns[role], "-batch", "-"], input="\n".join(lines),
+        r = subprocess.run(["ip", "-6", "-n", self.ns[role], "-batch", "-"],
+                           input="\n".join(lines),
                            capture_output=True, text=True)
         if r.returncode != 0:
             rl.fail(f"configuring {role}: {r.stderr.strip()}")
@@ -124,10 +125,10 @@ class LeafSpineFabric:
             self._link(g.name, "fab0", g.leaf, f"gw{g.k}")
             net = f"fc00:ff:{g.side.lower()}{g.k}::"
             leaf_lines[g.leaf] += [
-                f"-6 addr add {net}1/64 dev gw{g.k} nodad",
-                f"-6 neigh replace {net}2 lladdr {self.mac(g.name, 'fab0')} dev gw{g.k} "
+                f"addr add {net}1/64 dev gw{g.k} nodad",
+                f"neigh replace {net}2 lladdr {self.mac(g.name, 'fab0')} dev gw{g.k} "
                 f"nud permanent",
-                f"-6 route add {g.locator} via {net}2 dev gw{g.k}"]
+                f"route add {g.locator} via {net}2 dev gw{g.k}"]
             # Management: root <-> gateway namespace, IPv4 only (the agent's TCP + TLS).
             root_dev = f"cm{self.tag}{g.index}"
             sh(["ip", "link", "add", root_dev, "type", "veth", "peer", "name", "mgmt0",
@@ -155,21 +156,21 @@ class LeafSpineFabric:
         that went down lost them)."""
         s, m = f"S{i}", self._spine_macs[i]
         up, down = f"fc00:ff:1{i}::", f"fc00:ff:2{i}::"
-        self._batch("L1", [f"-6 addr replace {up}1/64 dev up{i} nodad",
-                           f"-6 neigh replace {up}2 lladdr {m['S_dn1']} dev up{i} nud permanent",
-                           f"-6 route replace fc00:5:{i}::/48 via {up}2 dev up{i}"])
-        self._batch(s, [f"-6 addr replace {up}2/64 dev dn1 nodad",
-                        f"-6 addr replace {down}1/64 dev dn2 nodad",
-                        f"-6 neigh replace {up}1 lladdr {m['L1_up']} dev dn1 nud permanent",
-                        f"-6 neigh replace {down}2 lladdr {m['L2_up']} dev dn2 nud permanent",
-                        f"-6 route replace {spine_sid(i)}/128 encap seg6local action End "
+        self._batch("L1", [f"addr replace {up}1/64 dev up{i} nodad",
+                           f"neigh replace {up}2 lladdr {m['S_dn1']} dev up{i} nud permanent",
+                           f"route replace fc00:5:{i}::/48 via {up}2 dev up{i}"])
+        self._batch(s, [f"addr replace {up}2/64 dev dn1 nodad",
+                        f"addr replace {down}1/64 dev dn2 nodad",
+                        f"neigh replace {up}1 lladdr {m['L1_up']} dev dn1 nud permanent",
+                        f"neigh replace {down}2 lladdr {m['L2_up']} dev dn2 nud permanent",
+                        f"route replace {spine_sid(i)}/128 encap seg6local action End "
                         f"count dev dn1",
-                        f"-6 route replace fc00:a::/32 via {up}1 dev dn1",
-                        f"-6 route replace fc00:b::/32 via {down}2 dev dn2"])
-        self._batch("L2", [f"-6 addr replace {down}2/64 dev up{i} nodad",
-                           f"-6 neigh replace {down}1 lladdr {m['S_dn2']} dev up{i} "
+                        f"route replace fc00:a::/32 via {up}1 dev dn1",
+                        f"route replace fc00:b::/32 via {down}2 dev dn2"])
+        self._batch("L2", [f"addr replace {down}2/64 dev up{i} nodad",
+                           f"neigh replace {down}1 lladdr {m['S_dn2']} dev up{i} "
                            f"nud permanent",
-                           f"-6 route replace fc00:5:{i}::/48 via {down}1 dev up{i}"])
+                           f"route replace fc00:5:{i}::/48 via {down}1 dev up{i}"])
 
     def cut(self, i, down=True):
         """Link L1 -- Si down at both ends, or back up (addresses and routes put back)."""
@@ -249,7 +250,7 @@ class LeafSpineFabric:
             d = gwlib.start_logged(g.name, self.work, eal,
                                    ["--config", cfg_path, "--stats-json", stats,
                                     "--agent-state", state] + agent,
-                                   enter=nl.open_in_netns(self.ns[g.name]), timeout=60)
+                                   enter=nl.open_in_netns(self.ns[g.name]), timeout=180)
             d["stats"] = stats
             self.daemons[g.name] = d
 

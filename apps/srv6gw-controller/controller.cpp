@@ -124,7 +124,9 @@ std::vector<cv1::ControllerEvent> EventHub::recent() const {
 Controller::Controller(ControllerOptions options, std::unique_ptr<Planner> planner)
     : options_(std::move(options)), planner_(std::move(planner)) {}
 
-Controller::~Controller() { stop(); }
+Controller::~Controller() {
+  stop();
+}
 
 std::unique_ptr<Controller> Controller::create(ControllerOptions options,
                                                std::unique_ptr<Planner> planner,
@@ -189,7 +191,8 @@ std::unique_ptr<Controller> Controller::create(ControllerOptions options,
     c->reconciler_->add_gateway(ep.name(), ch);
   }
   for (const auto& g : known) {
-    if (!c->channels_.count(g)) spdlog::warn("gateway {} of the topology has no endpoint: not managed", g);
+    if (!c->channels_.count(g))
+      spdlog::warn("gateway {} of the topology has no endpoint: not managed", g);
   }
   if (!c->load_state(error)) return nullptr;
   return c;
@@ -285,7 +288,9 @@ bool Controller::replan_locked(const std::string& why, std::vector<std::string>*
   std::string list;
   for (const auto& g : diffs) list += (list.empty() ? "" : ",") + g;
   spdlog::info("plan {}: {}; gateways changed: {}", plan_version_, why,
-               first ? std::string("all (first plan)") : list.empty() ? "none" : list);
+               first          ? std::string("all (first plan)")
+               : list.empty() ? "none"
+                              : list);
   persist_locked();
   publish(cv1::CONTROLLER_EVENT_KIND_PLAN, "", "", why + "; changed: " + list);
   return true;
@@ -309,9 +314,7 @@ bool Controller::start(std::string& error) {
 
 void Controller::stop() {
   if (stopping_.exchange(true)) return;
-  {
-    std::lock_guard lock(stop_mutex_);
-  }
+  { std::lock_guard lock(stop_mutex_); }
   stop_cv_.notify_all();
   for (auto& [_, w] : watchers_) {
     std::lock_guard lock(w->mutex);
@@ -446,8 +449,8 @@ void Controller::on_gateway_event(const std::string& gateway, const v1::Event& e
       probe_down_[{gateway, p.path_id()}] = down;
       if (update_inference_locked()) {
         std::string err;
-        if (!replan_locked("probe " + p.reason() + " on " + path_key(gateway, p.path_id()),
-                           nullptr, err)) {
+        if (!replan_locked("probe " + p.reason() + " on " + path_key(gateway, p.path_id()), nullptr,
+                           err)) {
           spdlog::error("replan: {}", err);
         }
       }
@@ -586,7 +589,8 @@ grpc::Status Controller::set_link_state(const cv1::SetLinkStateRequest& req,
   l->set_link(req.link());
   l->set_up(links[req.link()].up);
   l->set_capacity_gbps(links[req.link()].capacity_gbps);
-  l->set_origin(overrides_.count(req.link()) ? cv1::LINK_ORIGIN_OPERATOR : cv1::LINK_ORIGIN_TOPOLOGY);
+  l->set_origin(overrides_.count(req.link()) ? cv1::LINK_ORIGIN_OPERATOR
+                                             : cv1::LINK_ORIGIN_TOPOLOGY);
   resp.set_plan_version(plan_version_);
   for (auto& g : changed) resp.add_gateways_changed(g);
   publish(cv1::CONTROLLER_EVENT_KIND_LINK_STATE, "", req.link(),
@@ -609,7 +613,8 @@ void Controller::get_plan(const cv1::GetPlanRequest& req, cv1::Plan& plan) const
     s->set_up(l.up);
     s->set_capacity_gbps(l.capacity_gbps);
     s->set_origin(inferred ? cv1::LINK_ORIGIN_PROBES
-                           : op ? cv1::LINK_ORIGIN_OPERATOR : cv1::LINK_ORIGIN_TOPOLOGY);
+                  : op     ? cv1::LINK_ORIGIN_OPERATOR
+                           : cv1::LINK_ORIGIN_TOPOLOGY);
     if (inferred) s->set_detail(inference_detail_);
   }
   for (const auto& [_, j] : plan_.jobs) *plan.add_jobs() = j;

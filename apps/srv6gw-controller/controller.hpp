@@ -69,8 +69,7 @@ class Controller {
 
   grpc::Status submit_job(const cv1::SubmitJobRequest& req, cv1::SubmitJobResponse& resp);
   grpc::Status cancel_job(const cv1::CancelJobRequest& req, cv1::CancelJobResponse& resp);
-  grpc::Status set_link_state(const cv1::SetLinkStateRequest& req,
-                              cv1::SetLinkStateResponse& resp);
+  grpc::Status set_link_state(const cv1::SetLinkStateRequest& req, cv1::SetLinkStateResponse& resp);
   void get_plan(const cv1::GetPlanRequest& req, cv1::Plan& plan) const;
 
   // A gateway's event (its WatchEvents stream; tests may call it directly).
@@ -84,17 +83,15 @@ class Controller {
 
  private:
   Controller(ControllerOptions options, std::unique_ptr<Planner> planner);
-  bool replan_locked(const std::string& why, std::vector<std::string>* changed,
-                     std::string& error);
+  bool replan_locked(const std::string& why, std::vector<std::string>* changed, std::string& error);
   std::map<std::string, LinkState> links_in_force_locked(bool with_inferred) const;
   bool update_inference_locked();
   void persist_locked();
   bool load_state(std::string& error);
   void on_pass(const PassOutcome& o);
   void watch_loop(const std::string& gateway, std::shared_ptr<grpc::Channel> channel);
-  void publish(cv1::ControllerEventKind kind, const std::string& gateway,
-               const std::string& link, const std::string& detail, uint64_t generation = 0,
-               uint64_t time_unix_ns = 0);
+  void publish(cv1::ControllerEventKind kind, const std::string& gateway, const std::string& link,
+               const std::string& detail, uint64_t generation = 0, uint64_t time_unix_ns = 0);
 
   ControllerOptions options_;
   std::unique_ptr<Planner> planner_;

@@ -31,7 +31,8 @@ const char* kUsage =
     "run options:\n"
     "  --state FILE|none        persisted jobs, link overrides, plan version\n"
     "                           (default /var/lib/srv6gw/controller-state.json)\n"
-    "  --listen unix:PATH|HOST:PORT  the controller's API (default " "unix:/run/srv6gw/controller.sock)\n"
+    "  --listen unix:PATH|HOST:PORT  the controller's API (default "
+    "unix:/run/srv6gw/controller.sock)\n"
     "  --tls-cert F --tls-key F --tls-client-ca F   mutual TLS for a TCP listener\n"
     "  --insecure-tcp           plain TCP listener (labs only)\n"
     "  --concurrency N          gateways reconciled in parallel (default 8)\n"
@@ -107,22 +108,38 @@ int run(std::vector<std::string> a) {
       return a[++i];
     };
     const std::string& s = a[i];
-    if (s == "--topology") topology = value("--topology");
-    else if (s == "--gateways") gateways = value("--gateways");
-    else if (s == "--state") state = value("--state");
-    else if (s == "--listen") listen = value("--listen");
-    else if (s == "--tls-cert") tls_cert = value("--tls-cert");
-    else if (s == "--tls-key") tls_key = value("--tls-key");
-    else if (s == "--tls-client-ca") tls_ca = value("--tls-client-ca");
-    else if (s == "--insecure-tcp") insecure_tcp = true;
-    else if (s == "--concurrency") opts.reconcile.concurrency = number<unsigned>(value(s.c_str()), "--concurrency");
-    else if (s == "--call-timeout-ms") opts.reconcile.call_timeout = std::chrono::milliseconds(number<unsigned>(value(s.c_str()), "--call-timeout-ms"));
-    else if (s == "--backoff-max-ms") opts.reconcile.backoff_max = std::chrono::milliseconds(number<unsigned>(value(s.c_str()), "--backoff-max-ms"));
-    else if (s == "--resync-ms") opts.reconcile.resync = std::chrono::milliseconds(number<unsigned>(value(s.c_str()), "--resync-ms"));
+    if (s == "--topology")
+      topology = value("--topology");
+    else if (s == "--gateways")
+      gateways = value("--gateways");
+    else if (s == "--state")
+      state = value("--state");
+    else if (s == "--listen")
+      listen = value("--listen");
+    else if (s == "--tls-cert")
+      tls_cert = value("--tls-cert");
+    else if (s == "--tls-key")
+      tls_key = value("--tls-key");
+    else if (s == "--tls-client-ca")
+      tls_ca = value("--tls-client-ca");
+    else if (s == "--insecure-tcp")
+      insecure_tcp = true;
+    else if (s == "--concurrency")
+      opts.reconcile.concurrency = number<unsigned>(value(s.c_str()), "--concurrency");
+    else if (s == "--call-timeout-ms")
+      opts.reconcile.call_timeout =
+          std::chrono::milliseconds(number<unsigned>(value(s.c_str()), "--call-timeout-ms"));
+    else if (s == "--backoff-max-ms")
+      opts.reconcile.backoff_max =
+          std::chrono::milliseconds(number<unsigned>(value(s.c_str()), "--backoff-max-ms"));
+    else if (s == "--resync-ms")
+      opts.reconcile.resync =
+          std::chrono::milliseconds(number<unsigned>(value(s.c_str()), "--resync-ms"));
     else if (s == "--log-level") {
       auto lvl = spdlog::level::from_str(value("--log-level"));
       spdlog::set_level(lvl);
-    } else usage_error("unknown option '" + s + "'");
+    } else
+      usage_error("unknown option '" + s + "'");
   }
   if (topology.empty()) usage_error("--topology FILE is required");
   if (gateways.empty()) usage_error("--gateways FILE is required");
@@ -169,13 +186,16 @@ int run(std::vector<std::string> a) {
     std::filesystem::remove(path, ec);
     builder.AddListeningPort(listen, grpc::InsecureServerCredentials());
   } else if (!tls_cert.empty()) {
-    if (tls_key.empty() || tls_ca.empty()) usage_error("--tls-cert needs --tls-key and --tls-client-ca");
-    grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    if (tls_key.empty() || tls_ca.empty())
+      usage_error("--tls-cert needs --tls-key and --tls-client-ca");
+    grpc::SslServerCredentialsOptions ssl(
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
     ssl.pem_root_certs = read_file(tls_ca);
     ssl.pem_key_cert_pairs.push_back({read_file(tls_key), read_file(tls_cert)});
     builder.AddListeningPort(listen, grpc::SslServerCredentials(ssl));
   } else if (insecure_tcp) {
-    spdlog::warn("listening on plain TCP {}: anyone who reaches it can place jobs (labs only)", listen);
+    spdlog::warn("listening on plain TCP {}: anyone who reaches it can place jobs (labs only)",
+                 listen);
     builder.AddListeningPort(listen, grpc::InsecureServerCredentials());
   } else {
     usage_error("a TCP --listen needs --tls-cert/--tls-key/--tls-client-ca or --insecure-tcp");
@@ -191,8 +211,8 @@ int run(std::vector<std::string> a) {
     server->Shutdown();
     return kExitFailed;
   }
-  spdlog::info("srv6gw-controller: serving on {}, {} gateways, plan {}", where,
-               cfg.gateways_size(), controller->plan_version());
+  spdlog::info("srv6gw-controller: serving on {}, {} gateways, plan {}", where, cfg.gateways_size(),
+               controller->plan_version());
   int sig = 0;
   sigwait(&stop, &sig);
   spdlog::info("srv6gw-controller: stopping (signal {})", sig);
@@ -235,8 +255,7 @@ std::unique_ptr<cv1::Controller::Stub> connect(const Conn& c) {
 }
 
 void deadline(grpc::ClientContext& ctx, double s) {
-  ctx.set_deadline(std::chrono::system_clock::now() +
-                   std::chrono::milliseconds(int64_t(s * 1000)));
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(int64_t(s * 1000)));
 }
 
 int failed(const grpc::Status& st) {
@@ -254,15 +273,24 @@ int ctl(std::vector<std::string> a) {
       return a[++i];
     };
     const std::string& s = a[i];
-    if (verb.empty() && s == "--socket") c.socket = value("--socket");
-    else if (verb.empty() && s == "--target") c.target = value("--target");
-    else if (verb.empty() && s == "--ca") c.ca = value("--ca");
-    else if (verb.empty() && s == "--cert") c.cert = value("--cert");
-    else if (verb.empty() && s == "--key") c.key = value("--key");
-    else if (verb.empty() && s == "--tls-server-name") c.server_name = value("--tls-server-name");
-    else if (verb.empty() && s == "--insecure") c.insecure = true;
-    else if (verb.empty() && s == "--timeout") c.timeout_s = number<double>(value("--timeout"), "--timeout");
-    else verb.push_back(s);
+    if (verb.empty() && s == "--socket")
+      c.socket = value("--socket");
+    else if (verb.empty() && s == "--target")
+      c.target = value("--target");
+    else if (verb.empty() && s == "--ca")
+      c.ca = value("--ca");
+    else if (verb.empty() && s == "--cert")
+      c.cert = value("--cert");
+    else if (verb.empty() && s == "--key")
+      c.key = value("--key");
+    else if (verb.empty() && s == "--tls-server-name")
+      c.server_name = value("--tls-server-name");
+    else if (verb.empty() && s == "--insecure")
+      c.insecure = true;
+    else if (verb.empty() && s == "--timeout")
+      c.timeout_s = number<double>(value("--timeout"), "--timeout");
+    else
+      verb.push_back(s);
   }
   if (verb.empty()) usage_error("ctl: no verb");
   auto stub = connect(c);
@@ -270,9 +298,12 @@ int ctl(std::vector<std::string> a) {
   if (v == "plan" || v == "status") {
     cv1::GetPlanRequest req;
     for (size_t i = 1; i < verb.size(); ++i) {
-      if (verb[i] == "--objects") req.set_include_objects(true);
-      else if (verb[i] == "--gateway" && i + 1 < verb.size()) req.set_gateway(verb[++i]);
-      else usage_error("ctl " + v + ": unexpected '" + verb[i] + "'");
+      if (verb[i] == "--objects")
+        req.set_include_objects(true);
+      else if (verb[i] == "--gateway" && i + 1 < verb.size())
+        req.set_gateway(verb[++i]);
+      else
+        usage_error("ctl " + v + ": unexpected '" + verb[i] + "'");
     }
     grpc::ClientContext ctx;
     deadline(ctx, c.timeout_s);
@@ -304,8 +335,10 @@ int ctl(std::vector<std::string> a) {
   if (v == "submit") {
     std::string file;
     for (size_t i = 1; i < verb.size(); ++i) {
-      if (verb[i] == "-f" && i + 1 < verb.size()) file = verb[++i];
-      else usage_error("ctl submit: unexpected '" + verb[i] + "'");
+      if (verb[i] == "-f" && i + 1 < verb.size())
+        file = verb[++i];
+      else
+        usage_error("ctl submit: unexpected '" + verb[i] + "'");
     }
     if (file.empty()) usage_error("ctl submit needs -f FILE|-");
     cv1::SubmitJobRequest req;
@@ -336,10 +369,14 @@ int ctl(std::vector<std::string> a) {
     if (verb.size() < 3) usage_error("ctl link NAME down|up|clear|capacity GBPS");
     cv1::SetLinkStateRequest req;
     req.set_link(verb[1]);
-    if (verb[2] == "down" || verb[2] == "up") req.set_up(verb[2] == "up");
-    else if (verb[2] == "clear") req.set_clear(true);
-    else if (verb[2] == "capacity" && verb.size() == 4) req.set_capacity_gbps(number<double>(verb[3], "capacity"));
-    else usage_error("ctl link NAME down|up|clear|capacity GBPS");
+    if (verb[2] == "down" || verb[2] == "up")
+      req.set_up(verb[2] == "up");
+    else if (verb[2] == "clear")
+      req.set_clear(true);
+    else if (verb[2] == "capacity" && verb.size() == 4)
+      req.set_capacity_gbps(number<double>(verb[3], "capacity"));
+    else
+      usage_error("ctl link NAME down|up|clear|capacity GBPS");
     grpc::ClientContext ctx;
     deadline(ctx, c.timeout_s);
     cv1::SetLinkStateResponse resp;
@@ -350,8 +387,10 @@ int ctl(std::vector<std::string> a) {
   if (v == "watch") {
     long count = -1;
     for (size_t i = 1; i < verb.size(); ++i) {
-      if (verb[i] == "--count" && i + 1 < verb.size()) count = number<long>(verb[++i], "--count");
-      else usage_error("ctl watch: unexpected '" + verb[i] + "'");
+      if (verb[i] == "--count" && i + 1 < verb.size())
+        count = number<long>(verb[++i], "--count");
+      else
+        usage_error("ctl watch: unexpected '" + verb[i] + "'");
     }
     grpc::ClientContext ctx;
     auto reader = stub->Watch(&ctx, cv1::WatchRequest{});
@@ -370,10 +409,13 @@ int ctl(std::vector<std::string> a) {
   if (v == "wait-synced") {
     double timeout = 30;
     for (size_t i = 1; i < verb.size(); ++i) {
-      if (verb[i] == "--timeout" && i + 1 < verb.size()) timeout = number<double>(verb[++i], "--timeout");
-      else usage_error("ctl wait-synced: unexpected '" + verb[i] + "'");
+      if (verb[i] == "--timeout" && i + 1 < verb.size())
+        timeout = number<double>(verb[++i], "--timeout");
+      else
+        usage_error("ctl wait-synced: unexpected '" + verb[i] + "'");
     }
-    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(timeout * 1000));
+    const auto end =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(timeout * 1000));
     std::string why;
     do {
       grpc::ClientContext ctx;
@@ -384,11 +426,13 @@ int ctl(std::vector<std::string> a) {
         why.clear();
         for (const auto& g : plan.gateways()) {
           if (!g.in_sync() || g.synced_version() != plan.version()) {
-            why += (why.empty() ? "" : ", ") + g.name() + (g.last_error().empty() ? "" : " (" + g.last_error() + ")");
+            why += (why.empty() ? "" : ", ") + g.name() +
+                   (g.last_error().empty() ? "" : " (" + g.last_error() + ")");
           }
         }
         if (why.empty()) {
-          std::printf("plan %lu runs on all %d gateways\n", (unsigned long)plan.version(), plan.gateways_size());
+          std::printf("plan %lu runs on all %d gateways\n", (unsigned long)plan.version(),
+                      plan.gateways_size());
           return kExitOk;
         }
       } else {

@@ -30,7 +30,7 @@ struct PlannedPath {
 struct PlanOutput {
   std::map<std::string, GatewayState> gateways;  // every managed gateway, even empty
   std::vector<PlannedPath> paths;
-  std::map<std::string, cv1::JobSummary> jobs;   // by job id
+  std::map<std::string, cv1::JobSummary> jobs;  // by job id
 };
 
 struct LinkState {

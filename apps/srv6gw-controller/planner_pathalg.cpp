@@ -55,10 +55,10 @@ class TopologyPlanner final : public Planner {
       // The file's state (as loaded): design capacity unless the file degrades it.
       LinkState s;
       s.up = initial_.empty() ? link.state == pa::LinkState::up : initial_.at(l).up;
-      s.capacity_gbps = initial_.empty() ? double(link.capacity_mbps() ? link.capacity_mbps()
-                                                                       : link.design_mbps()) /
-                                               1000.0
-                                         : initial_.at(l).capacity_gbps;
+      s.capacity_gbps =
+          initial_.empty()
+              ? double(link.capacity_mbps() ? link.capacity_mbps() : link.design_mbps()) / 1000.0
+              : initial_.at(l).capacity_gbps;
       out[t.link_name(l)] = s;
     }
     return out;
@@ -148,8 +148,9 @@ class TopologyPlanner final : public Planner {
       LinkState s;
       s.up = link.state == pa::LinkState::up;
       const uint64_t mbps = link.state == pa::LinkState::up ? link.capacity_mbps()
-                            : link.capacity_override_mbps ? *link.capacity_override_mbps
-                                                          : uint64_t(link.members_up) * link.member_mbps;
+                            : link.capacity_override_mbps
+                                ? *link.capacity_override_mbps
+                                : uint64_t(link.members_up) * link.member_mbps;
       s.capacity_gbps = double(mbps) / 1000.0;
       initial_[l] = s;
     }

@@ -60,7 +60,9 @@ Reconciler::Reconciler(ReconcilerOptions options, Observer observer)
   for (unsigned i = 0; i < n; ++i) threads_.emplace_back([this] { run(); });
 }
 
-Reconciler::~Reconciler() { stop(); }
+Reconciler::~Reconciler() {
+  stop();
+}
 
 void Reconciler::stop() {
   {
@@ -229,7 +231,8 @@ void Reconciler::pass(Gateway& g) {
       cached = *desired;
       cached_generation = resp.generation();
       done = true;
-    } else if (st.error_code() == grpc::StatusCode::FAILED_PRECONDITION && stale < options_.stale_retries) {
+    } else if (st.error_code() == grpc::StatusCode::FAILED_PRECONDITION &&
+               stale < options_.stale_retries) {
       // Someone changed the gateway since we read it: read again and push the new difference.
       ++stale;
       cached.reset();
@@ -273,7 +276,8 @@ void Reconciler::pass(Gateway& g) {
       if (code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED ||
           code == grpc::StatusCode::CANCELLED || code == grpc::StatusCode::UNKNOWN) {
         out.kind = PassOutcome::Kind::unreachable;
-        g.reachable = code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::DEADLINE_EXCEEDED;
+        g.reachable =
+            code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::DEADLINE_EXCEEDED;
         ++g.unreachable;
       } else if (code == grpc::StatusCode::FAILED_PRECONDITION ||
                  code == grpc::StatusCode::NOT_FOUND) {
@@ -286,9 +290,8 @@ void Reconciler::pass(Gateway& g) {
         g.refused_version = version;
       }
       if (out.kind != PassOutcome::Kind::refused) {
-        g.backoff = g.backoff.count() == 0
-                        ? options_.backoff_initial
-                        : std::min(options_.backoff_max, g.backoff * 2);
+        g.backoff = g.backoff.count() == 0 ? options_.backoff_initial
+                                           : std::min(options_.backoff_max, g.backoff * 2);
         retry_in = g.backoff;
         if (!g.dirty) {
           g.dirty = true;
@@ -331,8 +334,8 @@ std::vector<GatewayReport> Reconciler::report() const {
     r.unreachable = g.unreachable;
     r.reconciles = g.reconciles;
     r.changes_pushed = g.changes_pushed;
-    r.lag_ms = g.lagging ? std::chrono::duration<double, std::milli>(now - g.unsynced_since).count()
-                         : 0.0;
+    r.lag_ms =
+        g.lagging ? std::chrono::duration<double, std::milli>(now - g.unsynced_since).count() : 0.0;
     r.last_push_ms = g.last_push_ms;
     r.desired = g.desired;
     out.push_back(std::move(r));

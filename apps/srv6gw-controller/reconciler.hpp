@@ -26,7 +26,7 @@
 namespace srv6gw::sr_controller {
 
 struct ReconcilerOptions {
-  unsigned concurrency = 8;                     // passes in parallel
+  unsigned concurrency = 8;                      // passes in parallel
   std::chrono::milliseconds call_timeout{5000};  // per gRPC call
   std::chrono::milliseconds backoff_initial{100};
   std::chrono::milliseconds backoff_max{5000};
@@ -101,7 +101,7 @@ class Reconciler {
   ReconcilerOptions options_;
   Observer observer_;
   mutable std::mutex mutex_;
-  mutable std::condition_variable cv_;       // work for the pass threads
+  mutable std::condition_variable cv_;         // work for the pass threads
   mutable std::condition_variable synced_cv_;  // a pass ended (wait_synced)
   std::map<std::string, std::unique_ptr<Gateway>> gateways_;
   std::vector<std::thread> threads_;

@@ -92,7 +92,8 @@ class ControllerTest : public ::testing::Test {
       e->set_probe(h == 0);  // only h0 probes its paths
     }
     std::string err;
-    auto c = Controller::create(o, make_topology_planner(small_fabric(), "test-topology"), cfg, err);
+    auto c =
+        Controller::create(o, make_topology_planner(small_fabric(), "test-topology"), cfg, err);
     EXPECT_TRUE(c) << err;
     return c;
   }
@@ -207,7 +208,8 @@ TEST_F(ControllerTest, JobFlowsArePinnedAndCancelledJobsWithdrawn) {
   f->set_dst_host("nowhere");
   auto bst = c->submit_job(bad, again);
   EXPECT_EQ(bst.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_NE(bst.error_message().find("flows[0].dst_host"), std::string::npos) << bst.error_message();
+  EXPECT_NE(bst.error_message().find("flows[0].dst_host"), std::string::npos)
+      << bst.error_message();
 
   cv1::CancelJobRequest cancel;
   cancel.set_job_id("allreduce-1");

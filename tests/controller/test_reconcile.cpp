@@ -56,7 +56,8 @@ GatewayState sample_state(int rules = 3) {
   GatewayState s;
   s.add(policy("toB", 1));
   s.add(dx4("fc00:a::d4"));
-  for (int i = 0; i < rules; ++i) s.add(rule(uint32_t(10 + i), "10.0.1.1", uint32_t(100 + i), "toB"));
+  for (int i = 0; i < rules; ++i)
+    s.add(rule(uint32_t(10 + i), "10.0.1.1", uint32_t(100 + i), "toB"));
   return s;
 }
 
@@ -65,7 +66,7 @@ GatewayState sample_state(int rules = 3) {
 TEST(Diff, NormalisedObjectsOfEqualMeaningAreEqual) {
   v1::SrPolicy a = policy("p", 1);
   v1::SrPolicy b = a;
-  b.mutable_segment_lists(0)->set_sids(0, "fc00:0005:1:0::E");  // same address, other text
+  b.mutable_segment_lists(0)->set_sids(0, "fc00:0005:1:0::E");   // same address, other text
   for (auto& sl : *b.mutable_segment_lists()) sl.set_weight(1);  // default made explicit
   b.mutable_selection()->set_mode(v1::SELECTION_MODE_FLOW);
   b.mutable_selection()->set_flowlet_gap_us(50);
@@ -89,11 +90,11 @@ TEST(Diff, OnlyTheDifferenceInAReadableOrder) {
   GatewayState running = sample_state(3);
   GatewayState desired = sample_state(3);
   EXPECT_TRUE(diff(desired, running).empty());
-  desired.steering.erase(11);                                   // delete rule 11
-  desired.add(rule(12, "10.0.1.1", 999, "toB"));               // change rule 12
-  desired.add(rule(20, "10.0.1.2", 7, "toB"));                 // new rule 20
-  desired.add(policy("toB", 1, 3));                             // policy gains a list
-  desired.add(dx4("fc00:a::d6"));                               // new local SID
+  desired.steering.erase(11);                     // delete rule 11
+  desired.add(rule(12, "10.0.1.1", 999, "toB"));  // change rule 12
+  desired.add(rule(20, "10.0.1.2", 7, "toB"));    // new rule 20
+  desired.add(policy("toB", 1, 3));               // policy gains a list
+  desired.add(dx4("fc00:a::d6"));                 // new local SID
   auto changes = diff(desired, running);
   ASSERT_EQ(changes.size(), 5u);
   EXPECT_EQ(changes[0].upsert_local_sid().sid(), "fc00:a::d6");

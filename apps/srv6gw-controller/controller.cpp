@@ -134,6 +134,7 @@ std::unique_ptr<Controller> Controller::create(ControllerOptions options,
                                                std::string& error) {
   std::unique_ptr<Controller> c(new Controller(std::move(options), std::move(planner)));
   c->topology_links_ = c->planner_->links();
+  c->access_links_ = c->planner_->access_links();
   std::set<std::string> known;
   for (const auto& g : c->planner_->gateways()) known.insert(g);
   c->reconciler_ = std::make_unique<Reconciler>(
@@ -324,6 +325,10 @@ void Controller::stop() {
     if (w->thread.joinable()) w->thread.join();
   }
   if (reconciler_) reconciler_->stop();
+  {
+    std::lock_guard lock(mutex_);
+    persist_locked();
+  }
   events_.close_all();
 }
 
@@ -368,7 +373,14 @@ bool Controller::update_inference_locked() {
   for (const auto& p : plan_.paths) {
     if (!p.probed) continue;
     auto it = probe_down_.find({p.gateway, p.path_id});
-    probed.push_back({p.gateway, p.path_id, p.links, it != probe_down_.end() && it->second});
+    // A host's access link is never blamed: taking it down moves no traffic (there is no
+    // other way to that host) and a false alarm would cut the host off.
+    std::vector<std::string> fabric_links;
+    for (const auto& l : p.links) {
+      if (!access_links_.count(l)) fabric_links.push_back(l);
+    }
+    probed.push_back(
+        {p.gateway, p.path_id, std::move(fabric_links), it != probe_down_.end() && it->second});
   }
   auto inf = infer_failed_links(probed);
   std::string detail;
@@ -462,22 +474,22 @@ void Controller::on_gateway_event(const std::string& gateway, const v1::Event& e
 }
 
 void Controller::on_pass(const PassOutcome& o) {
-  if (o.kind == PassOutcome::Kind::pushed || o.kind == PassOutcome::Kind::in_sync) {
-    std::lock_guard lock(mutex_);
-    auto& gen = synced_generation_[o.gateway];
-    if (gen != o.generation) {
-      gen = o.generation;
-      persist_locked();
-    }
-  }
+  // Events first, stamped when the pass ended: they time the gateways, not our bookkeeping.
   if (o.kind == PassOutcome::Kind::pushed) {
     publish(cv1::CONTROLLER_EVENT_KIND_PUSHED, o.gateway, "",
             "plan " + std::to_string(o.version) + ": " + std::to_string(o.changes) +
                 " changes in " + std::to_string(o.millis) + " ms",
-            o.generation);
+            o.generation, o.done_unix_ns);
   } else if (o.kind == PassOutcome::Kind::refused || o.kind == PassOutcome::Kind::unreachable) {
     publish(cv1::CONTROLLER_EVENT_KIND_PUSH_FAILED, o.gateway, "",
-            std::string(kind_name(o.kind)) + ": " + code_name(o.code) + ": " + o.message);
+            std::string(kind_name(o.kind)) + ": " + code_name(o.code) + ": " + o.message, 0,
+            o.done_unix_ns);
+  }
+  // The generations our pushes produced are written with the next plan (or at stop), not
+  // per push: an fsync per gateway would serialise the passes behind this lock.
+  if (o.kind == PassOutcome::Kind::pushed || o.kind == PassOutcome::Kind::in_sync) {
+    std::lock_guard lock(mutex_);
+    synced_generation_[o.gateway] = o.generation;
   }
 }
 

@@ -100,6 +100,7 @@ class Controller {
 
   mutable std::mutex mutex_;  // everything below
   std::map<std::string, LinkState> topology_links_;
+  std::set<std::string> access_links_;                // host <-> leaf: never inferred down
   std::map<std::string, cv1::LinkStatus> overrides_;  // operator (SetLinkState)
   std::set<std::string> inferred_down_;               // from probe verdicts
   std::string inference_detail_;

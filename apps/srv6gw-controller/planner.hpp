@@ -48,6 +48,8 @@ class Planner {
   virtual std::map<std::string, std::string> agents() const = 0;
   // Every link of the topology with its state as the file gives it.
   virtual std::map<std::string, LinkState> links() const = 0;
+  // Links with a host at one end (a gateway's access link).
+  virtual std::set<std::string> access_links() const = 0;
   // Why a job cannot be placed ("" = it can): unknown host, no flow, ...
   virtual std::string check_job(const cv1::SubmitJobRequest& job) const = 0;
   // The whole plan for `links` (state in force) and `jobs`. A job is placed the first time

@@ -64,6 +64,17 @@ class TopologyPlanner final : public Planner {
     return out;
   }
 
+  std::set<std::string> access_links() const override {
+    std::set<std::string> out;
+    const auto& t = planner_.topology();
+    for (pa::LinkId l = 0; l < t.link_count(); ++l) {
+      if (t.node(t.link(l).a).is_host() || t.node(t.link(l).b).is_host()) {
+        out.insert(t.link_name(l));
+      }
+    }
+    return out;
+  }
+
   std::string check_job(const cv1::SubmitJobRequest& job) const override {
     if (job.flows().empty()) return "flows: a job needs at least one flow";
     const auto& t = planner_.topology();

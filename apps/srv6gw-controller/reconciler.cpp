@@ -247,6 +247,9 @@ void Reconciler::pass(Gateway& g) {
     }
   }
   out.millis = elapsed_ms();
+  out.done_unix_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count());
   std::chrono::milliseconds retry_in{0};
   {
     std::lock_guard lock(mutex_);

@@ -43,10 +43,11 @@ struct PassOutcome {
   enum class Kind { pushed, in_sync, stale, unreachable, refused };
   Kind kind = Kind::in_sync;
   std::string gateway;
-  uint64_t version = 0;     // desired version the pass worked for
-  uint64_t generation = 0;  // gateway generation after it (pushed, in_sync)
-  unsigned changes = 0;     // pushed
-  double millis = 0;        // the pass, from its start
+  uint64_t version = 0;       // desired version the pass worked for
+  uint64_t generation = 0;    // gateway generation after it (pushed, in_sync)
+  unsigned changes = 0;       // pushed
+  double millis = 0;          // the pass, from its start
+  uint64_t done_unix_ns = 0;  // when it ended (the Apply's answer for a push)
   grpc::StatusCode code = grpc::StatusCode::OK;
   std::string message;
 };

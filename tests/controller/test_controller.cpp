@@ -283,6 +283,15 @@ TEST_F(ControllerTest, ProbeDownOnOneGatewayIsPushedToAllAndProbeUpRestores) {
       EXPECT_GT(sl.weight(), 0u);
     }
   }
+  // Every path toward h2 silent (h2's gateway stalled, or its access link): its access
+  // link is not blamed, nothing is taken down (there would be no other way to h2 anyway).
+  for (const auto& sl : to_h2->segment_lists()) {
+    c->on_gateway_event("h0", path_event(to_h2->name(), sl.path_id(), true));
+  }
+  EXPECT_TRUE(c->inferred_down().empty());
+  for (const auto& sl : to_h2->segment_lists()) {
+    c->on_gateway_event("h0", path_event(to_h2->name(), sl.path_id(), false));
+  }
   // Congestion decisions of the local engine are not link failures.
   auto congestion = path_event(to_h2->name(), victim.path_id(), true);
   congestion.mutable_path()->set_reason("excluded");

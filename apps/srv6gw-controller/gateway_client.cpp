@@ -34,6 +34,9 @@ std::shared_ptr<grpc::Channel> make_channel(const cv1::GatewayEndpoint& ep, std:
   const std::string& t = ep.target();
   if (t.rfind("unix:", 0) == 0 || (!t.empty() && t[0] == '/')) {
     std::string where = t[0] == '/' ? "unix:" + t : t;
+    // The request authority names the gateway (a unix socket has no host name); emulators
+    // serving many gateways on one socket tell them apart by it.
+    args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, ep.name());
     return grpc::CreateCustomChannel(where, grpc::InsecureChannelCredentials(), args);
   }
   if (ep.ca().empty()) {

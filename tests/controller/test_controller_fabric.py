@@ -318,7 +318,7 @@ def main():
     for g in fab.gws:
         with open(fab.daemons[g.name]["err"]) as f:
             lines = [ln.strip() for ln in f if "agent: generation" in ln]
-        for ln in lines[-4:-2]:
+        for ln in lines[-2:]:
             log(f"    {g.name}: {ln[ln.find('generation'):][:160]}")
 
     # 4. The same without the controller.

@@ -116,7 +116,7 @@ def spine_window(fab, seconds):
     return {i: (b[i][0] - a[i][0], b[i][1] - a[i][1]) for i in a}
 
 
-def cut_run(fab, ctl_watch_path=None):
+def cut_run(fab):
     """Traffic hA1 -> hB1 and hA2 -> hB2, L1--S1 cut for CUT_S, restored. Returns the frames
     sent and received per pair and the monotonic times of cut and restore."""
     gA1, gA2, gB1, gB2 = fab.gws
@@ -156,6 +156,10 @@ def main():
     gA1, gA2, gB1, gB2 = fab.gws
     fab.start_gateways()
     problems = []
+    # Measured outcomes that a sanitizer build (several times slower daemons, probe false
+    # alarms on 2 loaded cores) may spoil: asserted on a normal build, reported on ASan.
+    timing_problems = []
+    asan = gwlib.asan_build(fl.GW_BIN)
 
     # Mutual TLS: a client without a certificate of the controllers' CA is refused.
     r = subprocess.run([fl.CTL_BIN, "--target", gA1.agent, "--ca", os.path.join(certs, "ca.pem"),
@@ -241,8 +245,10 @@ def main():
     s_plan = {i: round(planned[i] / n, 3) for i in planned}
     log(f"spine End byte shares (probes subtracted): hashed {s_hash}, pinned {s_pin}, "
         f"planned {s_plan}")
-    if sum(planned.values()) != 16 or any(abs(s_pin[i] - s_plan[i]) > 0.1 for i in s_plan):
-        problems.append(f"spine shares {s_pin} do not follow the plan {s_plan}")
+    if sum(planned.values()) != 16:
+        problems.append(f"{sum(planned.values())} flows placed over the spines, not 16")
+    if any(abs(s_pin[i] - s_plan[i]) > 0.1 for i in s_plan):
+        timing_problems.append(f"spine shares {s_pin} do not follow the plan {s_plan}")
     fl.Fabric.stop_generator(gen)
     fab.stop_receiver(rx)
     ctl.ctl(["cancel", "allreduce-16"])
@@ -328,7 +334,7 @@ def main():
     log(f"cut L1--S1 without the controller: hB2 lost {lost_none} of {without['sent'][1]} "
         f"frames; hB1 {without['sent'][0] - without['received'][0]} of {without['sent'][0]}")
     if lost_ctl >= lost_none:
-        problems.append(f"gA2 lost as much with the controller ({lost_ctl}) as without "
+        timing_problems.append(f"gA2 lost as much with the controller ({lost_ctl}) as without "
                         f"({lost_none})")
 
     # 5. Restart on the state file: nothing to push.
@@ -346,6 +352,10 @@ def main():
                "lost_without_controller": lost_none, "spine_shares_pinned": s_pin,
                "spine_shares_planned": s_plan, "spine_shares_hashed": s_hash}
     log("summary: " + json.dumps(summary))
+    if asan and timing_problems:
+        log("ASan build: not asserted: " + "; ".join(timing_problems))
+    else:
+        problems += timing_problems
     if problems:
         rl.fail("; ".join(problems))
     log("controller-fabric: OK")

@@ -450,5 +450,72 @@ TEST_F(ControllerTest, WatchStreamsAreFollowedAndARestartedGatewayIsBroughtBack)
   for (const auto& g : p.gateways()) EXPECT_TRUE(g.watching()) << g.name();
 }
 
+TEST_F(ControllerTest, ServiceOverGrpc) {
+  auto c = make();
+  std::string err;
+  ASSERT_TRUE(c->start(err)) << err;
+  ControllerService service(*c);
+  grpc::ServerBuilder b;
+  const std::string address = "unix:" + dir.file("controller.sock");
+  b.AddListeningPort(address, grpc::InsecureServerCredentials());
+  b.RegisterService(&service);
+  auto server = b.BuildAndStart();
+  ASSERT_TRUE(server);
+  auto stub =
+      cv1::Controller::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  // Watch first: SUBSCRIBED, then the job's events.
+  grpc::ClientContext wctx;
+  auto reader = stub->Watch(&wctx, cv1::WatchRequest{});
+  cv1::ControllerEvent ev;
+  ASSERT_TRUE(reader->Read(&ev));
+  EXPECT_EQ(ev.kind(), cv1::CONTROLLER_EVENT_KIND_SUBSCRIBED);
+
+  cv1::SubmitJobRequest job;  // no id: the controller names it
+  auto* f = job.add_flows();
+  f->set_src_host("h2");
+  f->set_dst_host("h0");
+  f->set_dest_qp(77);
+  f->set_bytes(10);
+  cv1::SubmitJobResponse resp;
+  {
+    grpc::ClientContext ctx;
+    auto st = stub->SubmitJob(&ctx, job, &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+  }
+  EXPECT_EQ(resp.job_id(), "job-1");
+  ASSERT_EQ(resp.placements_size(), 1);
+  EXPECT_EQ(resp.placements(0).gateway(), "h2");
+  bool job_event = false;
+  while (!job_event && reader->Read(&ev)) job_event = ev.kind() == cv1::CONTROLLER_EVENT_KIND_JOB;
+  EXPECT_TRUE(job_event);
+  {
+    grpc::ClientContext ctx;
+    cv1::SetLinkStateRequest req;
+    req.set_link("nope");
+    req.set_up(false);
+    cv1::SetLinkStateResponse lresp;
+    EXPECT_EQ(stub->SetLinkState(&ctx, req, &lresp).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  synced(*c);
+  cv1::Plan plan;
+  {
+    grpc::ClientContext ctx;
+    cv1::GetPlanRequest req;
+    req.set_gateway("h2");
+    req.set_include_objects(true);
+    ASSERT_TRUE(stub->GetPlan(&ctx, req, &plan).ok());
+  }
+  ASSERT_EQ(plan.gateways_size(), 1);
+  EXPECT_TRUE(plan.gateways(0).in_sync());
+  EXPECT_EQ(plan.jobs_size(), 1);
+  bool pinned = false;
+  for (const auto& r : plan.gateways(0).desired_steering()) {
+    pinned |= r.has_exact() && r.exact().dest_qp() == 77u;
+  }
+  EXPECT_TRUE(pinned);
+  wctx.TryCancel();
+  server->Shutdown();
+}
+
 }  // namespace
 }  // namespace srv6gw::sr_controller

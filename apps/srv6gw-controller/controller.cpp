@@ -301,6 +301,7 @@ bool Controller::start(std::string& error) {
   {
     std::lock_guard lock(mutex_);
     if (!replan_locked("start", nullptr, error)) return false;
+    started_ = true;
   }
   if (options_.watch) {
     for (const auto& [gw, ch] : channels_) {
@@ -325,7 +326,7 @@ void Controller::stop() {
     if (w->thread.joinable()) w->thread.join();
   }
   if (reconciler_) reconciler_->stop();
-  {
+  if (started_) {  // a controller that never started must not overwrite the file it refused
     std::lock_guard lock(mutex_);
     persist_locked();
   }

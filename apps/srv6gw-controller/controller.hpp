@@ -124,6 +124,7 @@ class Controller {
   std::map<std::string, std::unique_ptr<Watcher>> watchers_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;
   std::atomic<bool> stopping_{false};
+  bool started_ = false;  // under mutex_
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;
 };

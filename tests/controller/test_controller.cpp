@@ -429,6 +429,8 @@ TEST_F(ControllerTest, RestartKeepsJobsAndLinkStateAndPushesNothing) {
     std::string e;
     EXPECT_FALSE(Controller::create(o, make_topology_planner(small_fabric(), "t"), cfg, e));
     EXPECT_NE(e.find("bad.json"), std::string::npos) << e;
+    // ... and left as it was.
+    EXPECT_EQ(agent::test::slurp(dir.file("bad.json")), "{\"format\": \"something-else\"}");
   }
 }
 

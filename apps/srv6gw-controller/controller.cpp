@@ -304,11 +304,10 @@ bool Controller::start(std::string& error) {
     started_ = true;
   }
   if (options_.watch) {
+    // Every entry first: the threads look theirs up while the map no longer changes.
+    for (const auto& [gw, _] : channels_) watchers_[gw] = std::make_unique<Watcher>();
     for (const auto& [gw, ch] : channels_) {
-      auto w = std::make_unique<Watcher>();
-      auto* raw = w.get();
-      watchers_[gw] = std::move(w);
-      raw->thread = std::thread([this, gw = gw, ch = ch] { watch_loop(gw, ch); });
+      watchers_[gw]->thread = std::thread([this, gw = gw, ch = ch] { watch_loop(gw, ch); });
     }
   }
   return true;

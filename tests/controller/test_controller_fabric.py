@@ -187,6 +187,7 @@ def main():
     ctl = Controller(work, topo, gateways, state)
     ctl.ctl(["wait-synced", "--timeout", "60"])
     log(f"controller: every gateway in sync {time.monotonic() - t0:.2f} s after start")
+    log(ctl.ctl(["status"]).stdout.rstrip())
     plan = ctl.plan(objects=True)
     for gp in plan["gateways"]:
         g = next(x for x in fab.gws if x.host == gp["name"])

@@ -229,11 +229,11 @@ class GatewayImpl final : public Gateway {
     for (const auto& w : workers_) {
       const policy::SelectorState& st = w->selector;
       const uint64_t now = w->fixed_tsc ? w->fixed_tsc : tsc;
-      const uint32_t n = std::min<uint32_t>(st.n_occupied, policy::kFlowletEntries);
+      const uint32_t n = std::min<uint32_t>(st.n_occupied, policy::kBalancedEntries);
       for (uint32_t k = 0; k < n; ++k) {
         const uint32_t index = st.occupied[k];
         const policy::BalancedEntry& e =
-            st.balanced[index / policy::kFlowletWays].way[index % policy::kFlowletWays];
+            st.balanced[index / policy::kBalancedWays].way[index % policy::kBalancedWays];
         if ((e.tag & ~0xFFu) != lineage_tag || (e.tag & 0xFF) >= policy::kMaxPaths) continue;
         if (((now - e.stamp) & policy::kStampTscMask) > p.idle_gap_tsc) continue;
         ++active[e.tag & 0xFF];

@@ -50,9 +50,14 @@ struct BalancedEntry {
   uint32_t tag = 0;  // lineage << 8 | path; 0 = empty
 };
 inline constexpr uint64_t kStampTscMask = (uint64_t(1) << 48) - 1;
+inline constexpr unsigned kBalancedWays = 4;
 struct alignas(64) BalancedSet {
-  BalancedEntry way[kFlowletWays];
+  BalancedEntry way[kBalancedWays];
 };
+inline constexpr unsigned kBalancedSetBits = 14;
+inline constexpr unsigned kBalancedSets = 1u << kBalancedSetBits;
+inline constexpr unsigned kBalancedEntries = kBalancedSets * kBalancedWays;  // 65536 (1 MB)
+static_assert(kBalancedEntries <= 65536, "entry indices are 16 bits");
 
 // balanced mode: one load group's load as seen by one worker.
 struct GroupLoad {
@@ -69,14 +74,14 @@ struct SelectorState {
   std::unique_ptr<SwrrState[]> swrr;      // [slot]
   std::unique_ptr<FlowletSet[]> flowlet;  // [kFlowletSets]
   uint32_t slots = 0;
-  // balanced mode: the placed flows (same geometry as the flowlet table), the loads per
+  // balanced mode: the placed flows (two-choice, 4-way sets), the loads per
   // group, and a dense list of the occupied entries (index = set * ways + way) with each
   // entry's position in it, so that placement can release idle flows a few at a time
   // without walking the whole table.
-  std::unique_ptr<BalancedSet[]> balanced;   // [kFlowletSets]
-  std::unique_ptr<GroupLoad[]> groups;       // [kMaxLoadGroups]
-  std::unique_ptr<uint16_t[]> occupied;      // [kFlowletEntries], first n_occupied valid
-  std::unique_ptr<uint16_t[]> position;      // [kFlowletEntries] entry -> index in occupied
+  std::unique_ptr<BalancedSet[]> balanced;  // [kBalancedSets]
+  std::unique_ptr<GroupLoad[]> groups;      // [kMaxLoadGroups]
+  std::unique_ptr<uint16_t[]> occupied;     // [kBalancedEntries], first n_occupied valid
+  std::unique_ptr<uint16_t[]> position;     // [kBalancedEntries] entry -> index in occupied
   uint32_t n_occupied = 0;
   uint32_t sweep_cursor = 0;
   uint64_t balanced_overflow = 0;  // flows placed by hash: their set was full of active flows
@@ -85,10 +90,10 @@ struct SelectorState {
       : swrr(new SwrrState[slot_capacity]()),
         flowlet(new FlowletSet[kFlowletSets]()),
         slots(slot_capacity),
-        balanced(new BalancedSet[kFlowletSets]()),
+        balanced(new BalancedSet[kBalancedSets]()),
         groups(new GroupLoad[kMaxLoadGroups]()),
-        occupied(new uint16_t[kFlowletEntries]()),
-        position(new uint16_t[kFlowletEntries]()) {}
+        occupied(new uint16_t[kBalancedEntries]()),
+        position(new uint16_t[kBalancedEntries]()) {}
 };
 
 // murmur3 finaliser: spreads the CRC's bits so the top bits index the bucket table.
@@ -183,7 +188,7 @@ inline uint8_t select_flowlet(const CompiledPolicy& p, SwrrState& s, FlowletSet*
 inline constexpr unsigned kBalancedSweep = 16;
 
 inline BalancedEntry& balanced_entry(SelectorState& st, uint32_t index) {
-  return st.balanced[index / kFlowletWays].way[index % kFlowletWays];
+  return st.balanced[index / kBalancedWays].way[index % kBalancedWays];
 }
 
 // Takes entry `index` out: its group stops counting it, it leaves the occupied list.
@@ -275,37 +280,42 @@ inline uint64_t recent_bytes(GroupLoad& g, uint64_t now, uint64_t window) {
 
 // A flow keeps its list while its packets arrive less than idle_gap_tsc apart, even when
 // the engine lowers the list's factor or takes it out (moving then could reorder it); the
-// next packet after a gap is placed afresh on the least-loaded usable list. When all ways
-// of its set hold active flows the flow is placed by hash (counted in balanced_overflow):
-// an active flow is never evicted. `bytes` (the packet's inner length) feeds recent bytes.
+// next packet after a gap is placed afresh on the least-loaded usable list. A flow lives in
+// one of two candidate sets (two-choice hashing: the first set unless it is full of active
+// flows), so 10k flows fit without overflow; when both sets hold only active flows the flow
+// is placed by hash (counted in balanced_overflow): an active flow is never evicted.
+// `bytes` (the packet's inner length) feeds the groups' recent bytes.
 inline uint8_t select_balanced(const CompiledPolicy& p, SelectorState& st, uint32_t hash,
                                uint64_t now, uint32_t bytes) {
-  const uint32_t set_index = hash & (kFlowletSets - 1);
-  BalancedSet& set = st.balanced[set_index];
   const uint32_t lineage_tag = (p.lineage & 0xFFFFFFu) << 8;
-  int victim = -1;
+  const uint32_t candidates[2] = {hash & (kBalancedSets - 1),
+                                  (hash >> kBalancedSetBits) & (kBalancedSets - 1)};
+  int64_t victim = -1;
   uint64_t victim_idle = 0;
-  for (unsigned wi = 0; wi < kFlowletWays; ++wi) {
-    BalancedEntry& e = set.way[wi];
-    const uint64_t idle = (now - e.stamp) & kStampTscMask;
-    if (e.flow_hash == hash && e.tag != 0) {
-      if (__builtin_expect((e.tag & ~0xFFu) == lineage_tag && idle <= p.idle_gap_tsc, 1)) {
-        e.stamp = (e.stamp & ~kStampTscMask) | (now & kStampTscMask);
-        st.groups[e.stamp >> 48].bytes += bytes;
-        return uint8_t(e.tag & 0xFF);
+  for (unsigned s = 0; s < 2; ++s) {
+    BalancedSet& set = st.balanced[candidates[s]];
+    const bool look_for_victim = victim < 0;  // the first set's free ways come first
+    for (unsigned wi = 0; wi < kBalancedWays; ++wi) {
+      BalancedEntry& e = set.way[wi];
+      const uint64_t idle = (now - e.stamp) & kStampTscMask;
+      if (e.flow_hash == hash && e.tag != 0) {
+        if (__builtin_expect((e.tag & ~0xFFu) == lineage_tag && idle <= p.idle_gap_tsc, 1)) {
+          e.stamp = (e.stamp & ~kStampTscMask) | (now & kStampTscMask);
+          st.groups[e.stamp >> 48].bytes += bytes;
+          return uint8_t(e.tag & 0xFF);
+        }
+        const uint32_t own = candidates[s] * kBalancedWays + wi;
+        balanced_release(st, own);  // its gap ended or its policy was rebuilt: place again
+        const uint8_t path = balanced_place(p, st, own, hash, now);
+        st.groups[p.load_group[path]].bytes += bytes;
+        return path;
       }
-      balanced_release(st, set_index * kFlowletWays + wi);  // gap ended or policy rebuilt
-      victim = int(wi);
-      break;
-    }
-    if (e.tag == 0) {
-      if (victim < 0 || victim_idle != UINT64_MAX) {
-        victim = int(wi);
-        victim_idle = UINT64_MAX;
+      if (!look_for_victim) continue;
+      const uint64_t free_idle = e.tag == 0 ? UINT64_MAX : idle;
+      if (free_idle > p.idle_gap_tsc && (victim < 0 || free_idle > victim_idle)) {
+        victim = int64_t(candidates[s] * kBalancedWays + wi);
+        victim_idle = free_idle;
       }
-    } else if (idle > p.idle_gap_tsc && (victim < 0 || idle > victim_idle)) {
-      victim = int(wi);
-      victim_idle = idle;
     }
   }
   if (__builtin_expect(victim < 0, 0)) {
@@ -314,8 +324,8 @@ inline uint8_t select_balanced(const CompiledPolicy& p, SelectorState& st, uint3
     st.groups[p.load_group[path]].bytes += bytes;
     return path;
   }
-  const uint32_t index = set_index * kFlowletWays + unsigned(victim);
-  if (set.way[victim].tag != 0) balanced_release(st, index);  // an idle flow's way
+  const uint32_t index = uint32_t(victim);
+  if (balanced_entry(st, index).tag != 0) balanced_release(st, index);  // an idle flow's way
   const uint8_t path = balanced_place(p, st, index, hash, now);
   st.groups[p.load_group[path]].bytes += bytes;
   return path;

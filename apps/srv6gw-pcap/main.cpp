@@ -8,9 +8,9 @@
 //               [--tag N] [--hop-limit N] [--dst-mac M --src-mac M]
 //   srv6gw-pcap decap --in IN --out OUT [--behavior dx4|dx6|dt46] [--dst-mac M --src-mac M]
 //   srv6gw-pcap parse --in IN
+#include <CLI/CLI.hpp>
 #include <array>
 #include <cerrno>
-#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -32,7 +32,6 @@ namespace {
 
 using namespace srv6gw;
 
-constexpr uint32_t kLinkTypeEthernet = 1;
 constexpr size_t kEthHeaderLen = 14;
 constexpr size_t kVlanTagLen = 4;
 
@@ -40,22 +39,16 @@ constexpr size_t kVlanTagLen = 4;
 constexpr int kExitIo = 1;
 constexpr int kExitUsage = 2;
 
-constexpr const char* kUsage =
-    "usage:\n"
-    "  srv6gw-pcap encap --in IN --out OUT --sids A,B,C --source ADDR\n"
-    "              [--mode encaps|encaps-red|usid] [--usid-block BITS --usid-len BITS]\n"
-    "              [--tag N] [--hop-limit N] [--dst-mac M --src-mac M]\n"
-    "  srv6gw-pcap decap --in IN --out OUT [--behavior dx4|dx6|dt46]\n"
-    "              [--dst-mac M --src-mac M]\n"
-    "  srv6gw-pcap parse --in IN\n"
+constexpr const char* kFooter =
     "encap: RoCEv2 frames become Ethernet (no VLAN tag, ethertype 0x86DD) + outer IPv6\n"
     "       (+ SRH) + the inner IP packet (Ethernet padding removed); other frames are\n"
     "       copied unchanged; malformed frames are dropped and counted.\n"
     "decap: IPv6 frames are decapsulated as the local SID behavior says; non-IPv6 frames\n"
     "       are copied unchanged; frames that fail decapsulation are dropped and counted.\n"
-    "parse: one classification line per frame.\n";
+    "parse: one classification line per frame.\n"
+    "Input: pcap or pcapng (as tshark and dumpcap write it); output: pcap.";
 
-// A command-line mistake: reported with the usage text, exit code 2.
+// A command-line mistake: reported with a pointer to --help, exit code 2.
 struct UsageError {
   std::string message;
 };
@@ -75,18 +68,7 @@ struct Options {
   srv6::LocalSidBehavior behavior = srv6::LocalSidBehavior::end_dt46;
 };
 
-template <typename T>
-T parse_number(std::string_view name, std::string_view text, T max_value) {
-  uint64_t v = 0;
-  const auto* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, v, 10);
-  if (text.empty() || ec != std::errc() || ptr != end || v > max_value) {
-    throw UsageError{std::string(name) + ": '" + std::string(text) + "' is not a number in 0.." +
-                     std::to_string(uint64_t(max_value))};
-  }
-  return T(v);
-}
-
+// "A,B,C" -> SIDs; the entry that is not an address is named.
 std::vector<net::Ipv6Addr> parse_sid_list(std::string_view text) {
   std::vector<net::Ipv6Addr> sids;
   size_t index = 0;
@@ -96,8 +78,8 @@ std::vector<net::Ipv6Addr> parse_sid_list(std::string_view text) {
     ++index;
     auto sid = net::parse_ipv6(item);
     if (!sid) {
-      throw UsageError{"--sids: entry " + std::to_string(index) + " '" + std::string(item) +
-                       "' is not an IPv6 address"};
+      throw CLI::ValidationError("--sids", "entry " + std::to_string(index) + " '" +
+                                               std::string(item) + "' is not an IPv6 address");
     }
     sids.push_back(*sid);
     if (comma == std::string_view::npos) break;
@@ -106,91 +88,131 @@ std::vector<net::Ipv6Addr> parse_sid_list(std::string_view text) {
   return sids;
 }
 
-net::MacAddr parse_mac_option(std::string_view name, std::string_view text) {
-  auto mac = net::parse_mac(text);
-  if (!mac) throw UsageError{std::string(name) + ": '" + std::string(text) + "' is not a MAC"};
-  return *mac;
+void add_mac_option(CLI::App& cmd, const std::string& name, std::optional<net::MacAddr>& to,
+                    const std::string& help) {
+  cmd.add_option_function<std::string>(
+         name,
+         [&to, name](const std::string& v) {
+           to = net::parse_mac(v);
+           if (!to) throw CLI::ValidationError(name, "'" + v + "' is not a MAC");
+         },
+         help)
+      ->type_name("MAC");
 }
 
-Options parse_options(int argc, char** argv) {
-  if (argc < 2) throw UsageError{"missing command"};
+// The command line, as CLI11 describes it; parsing fills `o`.
+void describe(CLI::App& app, Options& o) {
+  app.name("srv6gw-pcap");
+  app.description(
+      "the gateway's packet core offline (parse, encap templates, decap), "
+      "pcap in, pcap out.");
+  app.footer(kFooter);
+  app.require_subcommand(1);
+  // An option given twice takes the last value (as before CLI11); subcommands inherit it.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  CLI::App* encap = app.add_subcommand("encap", "encapsulate RoCEv2 frames in SRv6");
+  CLI::App* decap = app.add_subcommand("decap", "decapsulate as a local SID");
+  CLI::App* parse = app.add_subcommand("parse", "classify every frame");
+  for (CLI::App* cmd : {encap, decap, parse}) {
+    cmd->add_option("--in", o.in, "input capture (pcap or pcapng)")->type_name("IN")->required();
+    cmd->callback([cmd, &o] { o.command = cmd->get_name(); });
+  }
+  for (CLI::App* cmd : {encap, decap}) {
+    cmd->add_option("--out", o.out, "output pcap")->type_name("OUT")->required();
+    add_mac_option(*cmd, "--dst-mac", o.dst_mac, "destination MAC (default: the input frame's)");
+    add_mac_option(*cmd, "--src-mac", o.src_mac, "source MAC (default: the input frame's)");
+  }
+  encap
+      ->add_option_function<std::string>(
+          "--sids", [&o](const std::string& v) { o.sids = parse_sid_list(v); },
+          "segment list, first segment first")
+      ->type_name("A,B,C")
+      ->required();
+  encap
+      ->add_option_function<std::string>(
+          "--source",
+          [&o](const std::string& v) {
+            o.source = net::parse_ipv6(v);
+            if (!o.source) throw CLI::ValidationError("--source", "'" + v + "' is not IPv6");
+          },
+          "outer source address")
+      ->type_name("ADDR")
+      ->required();
+  encap
+      ->add_option_function<std::string>(
+          "--mode",
+          [&o](const std::string& v) {
+            o.mode = v == "usid"         ? srv6::EncapMode::usid
+                     : v == "encaps-red" ? srv6::EncapMode::encaps_red
+                                         : srv6::EncapMode::encaps;
+          },
+          "encaps (default), encaps-red or usid")
+      ->type_name("MODE")
+      ->check(CLI::IsMember({"encaps", "encaps-red", "usid"}));
+  // 8-bit fields through `unsigned`: CLI11 would read a uint8_t as a character.
+  CLI::Option* block =
+      encap
+          ->add_option_function<unsigned>(
+              "--usid-block", [&o](const unsigned& v) { o.usid.block_bits = uint8_t(v); },
+              "uSID block bits")
+          ->type_name("BITS")
+          ->check(CLI::Range(0, 128));
+  CLI::Option* len =
+      encap
+          ->add_option_function<unsigned>(
+              "--usid-len", [&o](const unsigned& v) { o.usid.usid_bits = uint8_t(v); },
+              "uSID length in bits")
+          ->type_name("BITS")
+          ->check(CLI::Range(0, 128));
+  encap->add_option("--tag", o.tag, "SRH tag")->type_name("N");
+  encap
+      ->add_option_function<unsigned>(
+          "--hop-limit", [&o](const unsigned& v) { o.hop_limit = uint8_t(v); },
+          "outer hop limit (default 64)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 255));
+  encap->callback([encap, block, len, &o] {
+    o.command = encap->get_name();
+    if ((block->count() || len->count()) && o.mode != srv6::EncapMode::usid)
+      throw CLI::ValidationError("--usid-block/--usid-len", "only apply to --mode usid");
+  });
+  decap
+      ->add_option_function<std::string>(
+          "--behavior",
+          [&o](const std::string& v) {
+            o.behavior = v == "dx4"   ? srv6::LocalSidBehavior::end_dx4
+                         : v == "dx6" ? srv6::LocalSidBehavior::end_dx6
+                                      : srv6::LocalSidBehavior::end_dt46;
+          },
+          "dx4, dx6 or dt46 (default)")
+      ->type_name("B")
+      ->check(CLI::IsMember({"dx4", "dx6", "dt46"}));
+}
+
+Options parse_options(int argc, char** argv, std::string& help) {
   Options o;
-  o.command = argv[1];
-  if (o.command == "-h" || o.command == "--help") {
-    std::fputs(kUsage, stdout);
-    std::exit(0);
-  }
-  if (o.command != "encap" && o.command != "decap" && o.command != "parse") {
-    throw UsageError{"unknown command '" + o.command + "'"};
-  }
-  bool usid_format_given = false;
-  for (int i = 2; i < argc; ++i) {
-    const std::string_view name = argv[i];
-    if (name == "-h" || name == "--help") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    if (i + 1 >= argc) throw UsageError{std::string(name) + ": missing value"};
-    const std::string_view value = argv[++i];
-    const bool encap = o.command == "encap";
-    const bool rewrite = o.command != "parse";
-    if (name == "--in") {
-      o.in = value;
-    } else if (name == "--out" && rewrite) {
-      o.out = value;
-    } else if (name == "--sids" && encap) {
-      o.sids = parse_sid_list(value);
-    } else if (name == "--source" && encap) {
-      o.source = net::parse_ipv6(value);
-      if (!o.source) throw UsageError{"--source: '" + std::string(value) + "' is not IPv6"};
-    } else if (name == "--mode" && encap) {
-      if (value == "encaps") {
-        o.mode = srv6::EncapMode::encaps;
-      } else if (value == "encaps-red") {
-        o.mode = srv6::EncapMode::encaps_red;
-      } else if (value == "usid") {
-        o.mode = srv6::EncapMode::usid;
-      } else {
-        throw UsageError{"--mode: '" + std::string(value) +
-                         "' is not one of encaps, encaps-red, usid"};
-      }
-    } else if (name == "--usid-block" && encap) {
-      o.usid.block_bits = parse_number<uint8_t>(name, value, 128);
-      usid_format_given = true;
-    } else if (name == "--usid-len" && encap) {
-      o.usid.usid_bits = parse_number<uint8_t>(name, value, 128);
-      usid_format_given = true;
-    } else if (name == "--tag" && encap) {
-      o.tag = parse_number<uint16_t>(name, value, 0xffff);
-    } else if (name == "--hop-limit" && encap) {
-      o.hop_limit = parse_number<uint8_t>(name, value, 255);
-      if (o.hop_limit == 0) throw UsageError{"--hop-limit: 0 would never leave the gateway"};
-    } else if (name == "--behavior" && o.command == "decap") {
-      if (value == "dx4") {
-        o.behavior = srv6::LocalSidBehavior::end_dx4;
-      } else if (value == "dx6") {
-        o.behavior = srv6::LocalSidBehavior::end_dx6;
-      } else if (value == "dt46") {
-        o.behavior = srv6::LocalSidBehavior::end_dt46;
-      } else {
-        throw UsageError{"--behavior: '" + std::string(value) + "' is not one of dx4, dx6, dt46"};
-      }
-    } else if (name == "--dst-mac" && rewrite) {
-      o.dst_mac = parse_mac_option(name, value);
-    } else if (name == "--src-mac" && rewrite) {
-      o.src_mac = parse_mac_option(name, value);
+  CLI::App app;
+  describe(app, o);
+  help = app.help();
+  if (argc < 2) throw UsageError{"missing command (encap, decap or parse)"};
+  const std::string_view command = argv[1];
+  if (command.rfind('-', 0) != 0 && command != "encap" && command != "decap" && command != "parse")
+    throw UsageError{"unknown command '" + std::string(command) + "' (encap, decap or parse)"};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    if (app.get_subcommands().empty()) {
+      std::fputs(app.help().c_str(), stdout);
     } else {
-      throw UsageError{"option '" + std::string(name) + "' is not valid for " + o.command};
+      // CLI11 2.1 names a subcommand alone in its usage line.
+      std::string text = app.get_subcommands().front()->help();
+      if (const auto at = text.find("Usage: "); at != std::string::npos)
+        text.insert(at + 7, "srv6gw-pcap ");
+      std::fputs(text.c_str(), stdout);
     }
-  }
-  if (o.in.empty()) throw UsageError{"--in is required"};
-  if (o.command != "parse" && o.out.empty()) throw UsageError{"--out is required"};
-  if (o.command == "encap") {
-    if (o.sids.empty()) throw UsageError{"--sids is required"};
-    if (!o.source) throw UsageError{"--source is required"};
-    if (usid_format_given && o.mode != srv6::EncapMode::usid) {
-      throw UsageError{"--usid-block/--usid-len only apply to --mode usid"};
-    }
+    std::exit(0);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError{e.what()};
   }
   return o;
 }
@@ -239,9 +261,9 @@ std::optional<pcap::Reader> open_input(const std::string& path) {
     std::fprintf(stderr, "srv6gw-pcap: cannot read %s: %s\n", path.c_str(), error.c_str());
     return std::nullopt;
   }
-  if (reader->link_type() != kLinkTypeEthernet) {
-    std::fprintf(stderr, "srv6gw-pcap: %s: link type %u is not Ethernet (1)\n", path.c_str(),
-                 reader->link_type());
+  if (reader->link_type() != pcap::Reader::kEthernet) {
+    std::fprintf(stderr, "srv6gw-pcap: %s: link type %s is not Ethernet\n", path.c_str(),
+                 pcap::link_type_name(reader->link_type()).c_str());
     return std::nullopt;
   }
   return reader;
@@ -466,10 +488,11 @@ int run_parse(const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
+  std::string help;
   try {
-    o = parse_options(argc, argv);
+    o = parse_options(argc, argv, help);
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "srv6gw-pcap: %s\n%s", e.message.c_str(), kUsage);
+    std::fprintf(stderr, "srv6gw-pcap: %s\n%s", e.message.c_str(), help.c_str());
     return kExitUsage;
   }
   if (o.command == "encap") return run_encap(o);

@@ -346,14 +346,8 @@ int run(int argc, char** argv) {
   bool eal_help = false;
   if (!split.had_separator)
     for (const auto& a : split.eal) eal_help |= a == "--help" || a == "-h";
-  // The gRPC agent's options (--agent-*, --no-agent) are taken out first; the rest are ours.
   agent::AgentOptions agent_opts;
-  std::string agent_error;
-  if (!agent::take_agent_options(split.app, agent_opts, agent_error)) {
-    std::cerr << "srv6gw: " << agent_error << " (" << prog << " -- --help)\n";
-    return 2;
-  }
-  auto parsed = parse_options(split.app);
+  auto parsed = parse_options(split.app, agent_opts);
   if (auto* e = std::get_if<OptionsError>(&parsed)) {
     if (!eal_help) {
       std::cerr << "srv6gw: " << e->message << " (" << prog << " -- --help)\n";
@@ -361,7 +355,7 @@ int run(int argc, char** argv) {
     }
   }
   if (eal_help || std::get<Options>(parsed).help) {
-    std::cout << usage(prog) << agent::agent_usage();
+    std::cout << usage(prog);
     return 0;
   }
 
@@ -456,6 +450,7 @@ int run(int argc, char** argv) {
                                        : std::vector<engine::ProbePathView>{};
     });
     std::unique_ptr<agent::Agent> grpc_agent;
+    std::string agent_error;
     if (agent_opts.enabled) {
       grpc_agent = agent::Agent::start(agent_opts, sink, app.config, generation, agent_error,
                                        restored_extras);

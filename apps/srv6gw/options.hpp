@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "agent/options.hpp"
+
 namespace srv6gw::app {
 
 struct Options {
@@ -31,8 +33,9 @@ struct OptionsError {
   std::string message;
 };
 
-// Parses the srv6gw options (argv excludes the program name).
-std::variant<Options, OptionsError> parse_options(const std::vector<std::string>& args);
+// Parses the srv6gw options and the agent's (argv excludes the program name).
+std::variant<Options, OptionsError> parse_options(const std::vector<std::string>& args,
+                                                  agent::AgentOptions& agent);
 
 // The command line split at the first "--": EAL arguments (with argv[0]) and srv6gw's.
 struct SplitArgs {
@@ -42,6 +45,7 @@ struct SplitArgs {
 };
 SplitArgs split_args(int argc, char** argv);
 
+// --help: srv6gw's options and the agent's.
 std::string usage(const std::string& prog);
 
 }  // namespace srv6gw::app

@@ -23,6 +23,7 @@
 #include "agent/event_bus.hpp"
 #include "agent/options.hpp"
 #include "agent/persist.hpp"
+#include "agent/state_keeper.hpp"
 #include "agent/state_sink.hpp"
 #include "config/model.hpp"
 
@@ -31,28 +32,6 @@ class Channel;
 }
 
 namespace srv6gw::agent {
-
-// SetPathState, as the daemon's handler sees it: one path of one policy, named by segment
-// list or by path id (exactly one is set).
-struct PathStateCommand {
-  std::string policy;
-  std::optional<std::string> segment_list;
-  std::optional<uint16_t> path_id;
-  bool up = false;
-};
-
-struct PathStateOutcome {
-  enum class Status : uint8_t { ok, not_found, engine_disabled, unavailable };
-  Status status = Status::unavailable;
-  std::string message;  // why, when not ok
-  std::string segment_list;
-  uint16_t path_id = 0;
-  bool changed = false;
-  double factor = 1.0;
-};
-
-// Runs on a gRPC thread; the daemon's handler serialises with its own control work.
-using PathStateHandler = std::function<PathStateOutcome(const PathStateCommand&)>;
 
 class Agent {
  public:

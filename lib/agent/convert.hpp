@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// srv6gw.v1 messages <-> config model values. Converting from the wire checks only what the
-// model cannot hold (text addresses, integer widths, enum values, a rule's identity and
-// match); every semantic check is config::validate()'s, shared with the YANG loader.
+// srv6gw.v1 messages <-> the agent's values. Configuration objects (convert.cpp): converting
+// from the wire checks only what the model cannot hold (text addresses, integer widths, enum
+// values, a rule's identity and match); every semantic check is config::validate()'s, shared
+// with the YANG loader. Engine parameters, events and statistics: convert_state.cpp.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "agent/event_bus.hpp"
+#include "agent/state_sink.hpp"
 #include "config/model.hpp"
+#include "engine/params.hpp"
 #include "srv6gw/v1/srv6gw.pb.h"
 
 namespace srv6gw::agent {
@@ -37,5 +42,18 @@ std::string prefix_text(const config::SteeringRule& rule);
 std::string policy_field(const v1::SrPolicy& msg, std::string_view rest, bool prefer_last);
 std::string rule_field(std::string_view rest);
 std::string local_sid_field(std::string_view rest);
+
+void to_proto(const ChangeCounts& in, v1::ChangeCounts& out);
+void to_proto(const Event& in, v1::Event& out);
+std::optional<EventKind> from_proto(v1::EventKind kind);  // nullopt: not a kind we know
+
+void to_proto(const engine::Params& in, v1::EngineParams& out);
+// The fields present in `in` overwrite `p`. Decimals are rounded to the six fraction digits
+// of the YANG decimal64 leaves (so what runs is what the state file will hold). Returns the
+// first non-finite field ("params.alpha: ..."), "" otherwise.
+std::string merge_engine_params(const v1::EngineParams& in, engine::Params& p);
+
+// GetStats' answer; `generation` is the running one.
+void to_proto(const StatsSnapshot& in, uint64_t generation, v1::Stats& out);
 
 }  // namespace srv6gw::agent

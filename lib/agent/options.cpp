@@ -1,98 +1,87 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "agent/options.hpp"
 
-#include <charconv>
+#include <CLI/CLI.hpp>
+#include <algorithm>
 
 namespace srv6gw::agent {
 
-bool take_agent_options(std::vector<std::string>& args, AgentOptions& o, std::string& error) {
-  std::vector<std::string> rest;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i];
-    std::string value;
-    bool inline_value = false;
-    if (a.rfind("--agent-", 0) == 0 || a == "--no-agent") {
-      if (auto eq = a.find('='); eq != std::string::npos) {
-        value = a.substr(eq + 1);
-        a = a.substr(0, eq);
-        inline_value = true;
-      }
-    } else {
-      rest.push_back(args[i]);
-      continue;
-    }
-    auto take_value = [&]() -> bool {
-      if (inline_value) return true;
-      if (i + 1 >= args.size()) {
-        error = a + " needs a value";
-        return false;
-      }
-      value = args[++i];
-      return true;
-    };
-    auto flag = [&]() -> bool {
-      if (inline_value) {
-        error = a + " takes no value";
-        return false;
-      }
-      return true;
-    };
-    if (a == "--no-agent") {
-      if (!flag()) return false;
-      o.enabled = false;
-    } else if (a == "--agent-insecure-tcp") {
-      if (!flag()) return false;
-      o.insecure_tcp = true;
-    } else if (a == "--agent-listen") {
-      if (!take_value()) return false;
-      if (value.empty()) {
-        error = "--agent-listen needs an address (unix:PATH or HOST:PORT)";
-        return false;
-      }
-      o.listen = value;
-    } else if (a == "--agent-tls-cert") {
-      if (!take_value()) return false;
-      o.tls_cert = value;
-    } else if (a == "--agent-tls-key") {
-      if (!take_value()) return false;
-      o.tls_key = value;
-    } else if (a == "--agent-tls-client-ca") {
-      if (!take_value()) return false;
-      o.tls_client_ca = value;
-    } else if (a == "--agent-state") {
-      if (!take_value()) return false;
-      o.state_path = value == "none" ? "" : value;
-    } else if (a == "--agent-max-message-mb") {
-      if (!take_value()) return false;
-      unsigned mb = 0;
-      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), mb);
-      if (ec != std::errc() || p != value.data() + value.size() || mb < 4 || mb > 2047) {
-        error = "--agent-max-message-mb must be 4..2047, not '" + value + "'";
-        return false;
-      }
-      o.max_message_bytes = size_t(mb) << 20;
-    } else {
-      error = "unknown agent option " + a;
-      return false;
-    }
+void add_agent_options(CLI::App& app, AgentOptions& o) {
+  const std::string group = "gRPC agent";
+  app.add_option("--agent-listen", o.listen,
+                 "unix:PATH (default " + std::string(kDefaultListen) +
+                     ") or HOST:PORT (TCP: needs mutual TLS, below)")
+      ->type_name("ADDR")
+      ->check([](const std::string& v) {
+        return v.empty() ? std::string("needs an address (unix:PATH or HOST:PORT)") : std::string();
+      })
+      ->group(group);
+  app.add_option("--agent-tls-cert", o.tls_cert, "server certificate chain (PEM) for TCP")
+      ->type_name("FILE")
+      ->group(group);
+  app.add_option("--agent-tls-key", o.tls_key, "server private key (PEM) for TCP")
+      ->type_name("FILE")
+      ->group(group);
+  app.add_option("--agent-tls-client-ca", o.tls_client_ca,
+                 "CA that client certificates must chain to (PEM)")
+      ->type_name("FILE")
+      ->group(group);
+  app.add_flag("--agent-insecure-tcp", o.insecure_tcp,
+               "plain TCP without TLS (lab only: whoever reaches the port controls "
+               "the gateway)")
+      ->disable_flag_override()
+      ->group(group);
+  app.add_option_function<std::string>(
+         "--agent-state", [&o](const std::string& v) { o.state_path = v == "none" ? "" : v; },
+         "applied state, restored at start (default " + std::string(kDefaultStatePath) + ")")
+      ->type_name("FILE|none")
+      ->group(group);
+  app.add_option_function<unsigned>(
+         "--agent-max-message-mb",
+         [&o](const unsigned& mb) { o.max_message_bytes = size_t(mb) << 20; },
+         "largest request/response in MB (default 512)")
+      ->type_name("N")
+      ->check(CLI::Range(4u, 2047u).description(""))
+      ->group(group);
+  app.add_flag_callback(
+         "--no-agent", [&o] { o.enabled = false; }, "no gRPC agent")
+      ->disable_flag_override()
+      ->group(group);
+}
+
+bool take_agent_options(std::vector<std::string>& args, AgentOptions& options, std::string& error) {
+  CLI::App app;
+  app.allow_extras();
+  app.set_help_flag();  // --help stays with the caller
+  add_agent_options(app, options);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    error = e.what();
+    return false;
+  }
+  std::vector<std::string> rest = app.remaining();
+  const auto unknown = std::find_if(rest.begin(), rest.end(), [](const std::string& a) {
+    return a.rfind("--agent-", 0) == 0 || a.rfind("--no-agent", 0) == 0;
+  });
+  if (unknown != rest.end()) {
+    error = "unknown agent option " + *unknown;
+    return false;
   }
   args = std::move(rest);
   return true;
 }
 
 std::string agent_usage() {
-  return "gRPC agent:\n"
-         "  --agent-listen ADDR        unix:PATH (default unix:/run/srv6gw/agent.sock) or\n"
-         "                             HOST:PORT (TCP: needs mutual TLS, see below)\n"
-         "  --agent-tls-cert FILE      server certificate chain (PEM) for TCP\n"
-         "  --agent-tls-key FILE       server private key (PEM) for TCP\n"
-         "  --agent-tls-client-ca FILE CA that client certificates must chain to (PEM)\n"
-         "  --agent-insecure-tcp       allow plain TCP without TLS (lab only: anyone who can\n"
-         "                             reach the port controls the gateway)\n"
-         "  --agent-state FILE|none    applied state, restored at start\n"
-         "                             (default /var/lib/srv6gw/state.json)\n"
-         "  --agent-max-message-mb N   largest request/response (default 512)\n"
-         "  --no-agent                 no gRPC agent\n";
+  CLI::App app;
+  app.set_help_flag();
+  AgentOptions unused;
+  add_agent_options(app, unused);
+  const std::string help = app.help();
+  // Only the group (CLI11 starts with a usage line for the empty program name).
+  const auto group = help.find("gRPC agent:");
+  return group == std::string::npos ? help : help.substr(group);
 }
 
 bool is_unix_listen(const std::string& listen) {

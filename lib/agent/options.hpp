@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Agent options and their command-line form (the daemon hands its arguments through
-// take_agent_options before parsing its own).
+// Agent options and their command-line form (CLI11): the daemon adds them to its own command
+// line (add_agent_options); programs that only embed the agent take them out of theirs
+// (take_agent_options).
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+}
 
 namespace srv6gw::agent {
 
@@ -26,11 +31,15 @@ struct AgentOptions {
   unsigned max_watchers = 64;                  // concurrent WatchEvents streams
 };
 
+// Adds --agent-*, --no-agent to `app` (option group "gRPC agent"); parsing fills `options`.
+void add_agent_options(CLI::App& app, AgentOptions& options);
+
 // Removes the agent's options (and their values) from `args`, filling `options`. Returns
-// false with `error` on a malformed agent option. Other arguments are left in place.
+// false with `error` on a malformed or unknown agent option. Other arguments are left in
+// place, in order.
 bool take_agent_options(std::vector<std::string>& args, AgentOptions& options, std::string& error);
 
-// Help text of the agent options, for the daemon's --help.
+// Help text of the agent options alone.
 std::string agent_usage();
 
 // True when `listen` names a unix socket ("unix:PATH", "unix://PATH" or an absolute path).

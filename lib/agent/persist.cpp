@@ -218,6 +218,21 @@ bool set_aside(const std::string& path, const char* why, std::string& moved_to) 
 
 }  // namespace
 
+std::string check_state_directory(const std::string& state_path) {
+  const std::filesystem::path sp(state_path);
+  std::error_code ec;
+  if (sp.has_parent_path()) std::filesystem::create_directories(sp.parent_path(), ec);
+  if (ec) return "agent state directory " + sp.parent_path().string() + ": " + ec.message();
+  const std::string probe = state_path + ".probe-" + std::to_string(::getpid());
+  std::ofstream f(probe);
+  if (!f)
+    return "cannot write in the directory of the agent state file " + state_path + ": " +
+           std::strerror(errno);
+  f.close();
+  std::filesystem::remove(probe, ec);
+  return "";
+}
+
 std::string write_state_file(const std::string& path, const config::GatewayConfig& cfg,
                              uint64_t generation, const StateExtras& extras) {
   const std::string head = "{\n  \"format\": \"" + std::string(kFormat) +

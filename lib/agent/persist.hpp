@@ -51,6 +51,10 @@ struct PersistedState {
 std::string write_state_file(const std::string& path, const config::GatewayConfig& cfg,
                              uint64_t generation, const StateExtras& extras = {});
 
+// "" when the state file's directory exists (it is created if missing) and takes files; else
+// why not. The agent checks at start rather than at the first Apply.
+std::string check_state_directory(const std::string& state_path);
+
 // The file's state, checked by libyang and config::validate(), or why it is unusable.
 std::variant<PersistedState, std::string> read_state_file(const std::string& path);
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "net/icrc.hpp"
 
-#include <array>
-#include <bit>
+#include <zlib.h>
+
 #include <cstring>
 
 #include "net/parse.hpp"
@@ -10,47 +10,12 @@
 namespace srv6gw::net {
 namespace {
 
-static_assert(std::endian::native == std::endian::little,
-              "slice-by-8 below reads 8 bytes as a little-endian word");
-
-using CrcTables = std::array<std::array<uint32_t, 256>, 8>;
-
-constexpr CrcTables make_tables() {
-  CrcTables t{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
-    t[0][i] = c;
-  }
-  for (size_t s = 1; s < 8; ++s)
-    for (size_t i = 0; i < 256; ++i) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xFF];
-  return t;
-}
-
-constexpr CrcTables kTables = make_tables();
-
-// Raw register update (no pre/post inversion).
+// zlib's CRC-32, chained: crc_update(crc_update(0, a), b) = crc32(a + b).
 uint32_t crc_update(uint32_t crc, const uint8_t* p, size_t len) {
-  while (len >= 8) {
-    uint64_t v;
-    std::memcpy(&v, p, 8);
-    const uint32_t lo = uint32_t(v) ^ crc;
-    const uint32_t hi = uint32_t(v >> 32);
-    crc = kTables[7][lo & 0xFF] ^ kTables[6][(lo >> 8) & 0xFF] ^ kTables[5][(lo >> 16) & 0xFF] ^
-          kTables[4][lo >> 24] ^ kTables[3][hi & 0xFF] ^ kTables[2][(hi >> 8) & 0xFF] ^
-          kTables[1][(hi >> 16) & 0xFF] ^ kTables[0][hi >> 24];
-    p += 8;
-    len -= 8;
-  }
-  while (len-- > 0) crc = kTables[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
-  return crc;
+  return uint32_t(crc32_z(crc, p, len));
 }
 
 }  // namespace
-
-uint32_t crc32_zlib(uint32_t crc, std::span<const uint8_t> data) {
-  return ~crc_update(~crc, data.data(), data.size());
-}
 
 uint32_t roce_icrc(std::span<const uint8_t> ip_packet, Family family) {
   PacketInfo info;
@@ -59,7 +24,7 @@ uint32_t roce_icrc(std::span<const uint8_t> ip_packet, Family family) {
   const size_t l4 = info.l4_offset;
   const size_t icrc_off = size_t(info.l3_len) - kIcrcLen;
 
-  uint32_t crc = 0xFFFFFFFFu;
+  uint32_t crc = 0;
   static constexpr uint8_t kOnes[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
   crc = crc_update(crc, kOnes, sizeof kOnes);  // the LRH of IB, replaced by ones in RoCEv2
 
@@ -89,7 +54,7 @@ uint32_t roce_icrc(std::span<const uint8_t> ip_packet, Family family) {
   crc = crc_update(crc, udp_bth, sizeof udp_bth);
   const size_t rest = l4 + sizeof udp_bth;
   crc = crc_update(crc, p + rest, icrc_off - rest);
-  return ~crc;
+  return crc;
 }
 
 bool roce_icrc_valid(std::span<const uint8_t> ip_packet, Family family) {

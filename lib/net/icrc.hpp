@@ -3,6 +3,8 @@
 // packet with the variant fields set to all ones (IPv4: TOS, TTL, header checksum; IPv6:
 // traffic class, flow label, hop limit; UDP checksum; BTH reserved byte after P_Key),
 // excluding the 4-byte ICRC itself, which is stored little-endian at the end of the packet.
+// The CRC is zlib's. Offline tools and tests only (srv6gw_icrc_dep): the data path never
+// computes an ICRC, it carries the packet's own through encapsulation.
 #pragma once
 
 #include <cstdint>
@@ -25,9 +27,5 @@ void roce_icrc_fill(std::span<uint8_t> ip_packet, Family family);
 // The ICRC sits at the end of the IP packet as its header gives it (total length / payload
 // length), so a span that also holds Ethernet padding works for all three functions above;
 // a packet that does not parse as RoCEv2 has no ICRC (0 / false / left untouched).
-
-// zlib-compatible CRC-32 (reflected 0xEDB88320): crc32_zlib(crc32_zlib(0, a), b) equals
-// zlib.crc32(a + b). Table-driven, slice-by-8.
-uint32_t crc32_zlib(uint32_t crc, std::span<const uint8_t> data);
 
 }  // namespace srv6gw::net

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Minimal classic-pcap reader and writer (Ethernet link type), enough for the offline tool,
-// the traffic generator and tests. Reads microsecond and nanosecond files in either byte
-// order; writes microsecond, little-endian files that tshark, scapy and DPDK net_pcap read.
+// Capture files for the offline tool, the traffic generator, benchmarks and tests, through
+// libpcap: reads classic pcap (microsecond or nanosecond, either byte order) and pcapng (as
+// dumpcap, tshark and dpdk-dumpcap write it); writes classic microsecond pcap files that
+// tshark, scapy and DPDK net_pcap read.
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
+
+struct pcap;
+struct pcap_dumper;
 
 namespace srv6gw::pcap {
 
@@ -25,16 +28,17 @@ class Reader {
   Reader(Reader&&) noexcept;
   Reader& operator=(Reader&&) noexcept;
   ~Reader();
-  // Next packet; nullopt at end of file. A truncated record sets error() and ends reading.
+  // Next packet; nullopt at end of file. A truncated or corrupt record sets error() and ends
+  // reading.
   std::optional<Packet> next();
   const std::string& error() const { return error_; }
+  // libpcap's DLT_ value (1 = Ethernet); of the first interface in a pcapng file.
   uint32_t link_type() const { return link_type_; }
+  static constexpr uint32_t kEthernet = 1;
 
  private:
   Reader() = default;
-  std::FILE* file_ = nullptr;
-  bool swapped_ = false;
-  bool nanosecond_ = false;
+  ::pcap* handle_ = nullptr;
   uint32_t link_type_ = 0;
   std::string error_;
 };
@@ -54,9 +58,14 @@ class Writer {
 
  private:
   Writer() = default;
-  std::FILE* file_ = nullptr;
+  void release();
+  ::pcap* dead_ = nullptr;  // libpcap's handle for a file without a capture device
+  ::pcap_dumper* dumper_ = nullptr;
   uint32_t snaplen_ = 65535;
 };
+
+// "RAW (DLT 12)": a link type as libpcap names it, for errors.
+std::string link_type_name(uint32_t link_type);
 
 // Convenience: whole files.
 std::optional<std::vector<Packet>> read_all(const std::string& path, std::string& error);

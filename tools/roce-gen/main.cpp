@@ -4,9 +4,9 @@
 // a CSV manifest of what every frame is meant to be (tests check it against dissectors).
 // With EAL arguments before "--" it transmits the same workload on a DPDK port instead,
 // pktgen-style, at a target rate (dpdk_tx.hpp).
-#include <getopt.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <CLI/CLI.hpp>
 
 #include <cmath>
 #include <csignal>
@@ -30,60 +30,18 @@ namespace {
 
 using namespace srv6gw;
 
-constexpr const char* kUsage = R"(usage: roce-gen -o FILE [options]
-       roce-gen EAL-ARGS -- --tx-port PORT [--rate-pps N | --rate-mbps M]
-                [--duration S] [options]
+constexpr const char* kDescription = R"(roce-gen: RoCEv2 frames (Ethernet, no FCS) into a pcap file.
+  roce-gen -o FILE [options]
+  roce-gen EAL-ARGS -- --tx-port PORT [--rate-pps N | --rate-mbps M] [--duration S] [options]
+Same options and seed give a byte-identical file. With EAL arguments before '--', sends the
+same frames on a DPDK port instead (e.g. -l 0 --no-huge -m 256 --no-pci
+--vdev net_af_packet0,iface=veth0).)";
 
-Writes RoCEv2 frames (Ethernet, no FCS) into a classic pcap file. Same options and seed
-give a byte-identical file. With EAL arguments before '--', sends the same frames on a
-DPDK port instead (e.g. -l 0 --no-huge -m 256 --no-pci --vdev net_af_packet0,iface=veth0).
-
-Transmit mode (EAL arguments given):
-      --tx-port PORT       DPDK port name (net_af_packet0) or id (required)
-      --rate-pps N         target rate in frames per second
-      --rate-mbps M        target rate in Mbit/s of Ethernet frames (no FCS/preamble/gap)
-                           (neither: as fast as the port takes them)
-      --duration S         seconds to send (fractions allowed); with --count as well,
-                           whichever ends first; without --count the workload is endless
-      --burst N            frames per TX burst (default 32)
-      --mbufs N            mbuf pool size (default 4095)
-      --report-json FILE   write the transmit report as JSON
-
-  -o, --output FILE        pcap file to write (required)
-      --manifest FILE      also write a CSV line per frame: what it is meant to be
-  -n, --count N            frames in total, RoCE and non-RoCE (default 1000)
-      --seed N             random seed (default 1)
-      --hosts N            local hosts, i.e. source addresses (default 1)
-      --qps N              queue pairs per host (default 1)
-      --remote-hosts N     destination addresses (default = hosts); QP q of host h
-                           talks to remote (h + q) mod N
-      --family F           ipv4 | ipv6 | mixed (QPs alternate) (default ipv4)
-      --opcodes LIST       NAME[:WEIGHT],... or a mix: default, all, writes, sends,
-                           reads, control. Names: send-first, send-middle, send-last,
-                           send-only, write-first, write-middle, write-last, write-only,
-                           read-request, read-response-first, read-response-middle,
-                           read-response-last, read-response-only, ack, cnp
-      --size N             frame length in bytes without FCS (default 1024)
-      --sizes LIST         imix (64:7,576:4,1500:1) or N[:WEIGHT],...
-                           Data frames are rounded down to headers + 4k bytes; requests,
-                           ACKs and CNPs have their protocol length.
-      --vlan ID            add an 802.1Q tag
-      --pcp N              802.1Q priority (default 3)
-      --src-mac MAC        source MAC of host 0, + host index (default 02:00:00:00:00:01)
-      --dst-mac MAC        destination MAC (the gateway port) (default 02:00:00:00:01:01)
-      --src-base ADDR      first source address, IPv4 or IPv6 (defaults 10.0.0.1, fd00::1)
-      --dst-base ADDR      first destination address (defaults 10.0.1.1, fd00:1::1)
-      --dscp N             DSCP of RoCE packets (default 26)
-      --ecn N              ECN of RoCE packets other than CNPs (default 2 = ECT(0))
-      --cnp-dscp N         DSCP of CNPs, which are sent Not-ECT (default 48)
-      --ttl N              IPv4 TTL / IPv6 hop limit (default 64)
-      --pkey N             BTH partition key (default 0xffff)
-      --dest-qp-base N     DestQP of the first QP; QP i gets base + i (default 0x100)
-      --non-roce-every K   every K-th frame is ARP / ND / TCP SYN / UDP, in turn (default 0)
-      --interval-ns N      timestamp spacing (default 1000)
-  -q, --quiet              no summary line
-  -h, --help
-)";
+constexpr const char* kFooter =
+    R"(Opcode names: send-first, send-middle, send-last, send-only, write-first, write-middle,
+write-last, write-only, read-request, read-response-first, read-response-middle,
+read-response-last, read-response-only, ack, cnp. Data frames are rounded down to headers +
+4k bytes; requests, ACKs and CNPs have their protocol length.)";
 
 template <typename T>
 bool parse_uint(std::string_view text, T& out) {
@@ -102,56 +60,40 @@ bool parse_uint(std::string_view text, T& out) {
   std::exit(2);
 }
 
+// Decimal, or hexadecimal with 0x.
 template <typename T>
-T number_option(const char* name, const char* text, uint64_t max) {
+T number(const std::string& name, const std::string& text, uint64_t max) {
   uint64_t v = 0;
-  if (!parse_uint(text, v) || v > max) {
-    fail(std::string("--") + name + ": '" + text + "' is not a number in 0.." +
-         std::to_string(max));
+  if (!parse_uint(std::string_view(text), v) || v > max) {
+    throw CLI::ValidationError(name, "'" + text + "' is not a number in 0.." + std::to_string(max));
   }
   return T(v);
 }
 
-enum Option : int {
-  kManifest = 256,
-  kSeed,
-  kHosts,
-  kQps,
-  kRemoteHosts,
-  kFamily,
-  kOpcodes,
-  kSize,
-  kSizes,
-  kVlan,
-  kPcp,
-  kSrcMac,
-  kDstMac,
-  kSrcBase,
-  kDstBase,
-  kDscp,
-  kEcn,
-  kCnpDscp,
-  kTtl,
-  kPkey,
-  kDestQpBase,
-  kNonRoceEvery,
-  kIntervalNs,
-  kTxPort,
-  kRatePps,
-  kRateMbps,
-  kDuration,
-  kBurst,
-  kMbufs,
-  kReportJson,
-};
+// A whole number option of at most `max` (hex allowed), stored into `to`.
+template <typename T>
+CLI::Option* add_number(CLI::App& app, const std::string& name, T& to, uint64_t max,
+                        const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          name, [name, &to, max](const std::string& v) { to = number<T>(name, v, max); }, help)
+      ->type_name("N");
+}
 
-double real_option(const char* name, const char* text) {
-  char* end = nullptr;
-  const double v = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !std::isfinite(v) || v < 0) {
-    fail(std::string("--") + name + ": '" + text + "' is not a non-negative number");
-  }
-  return v;
+CLI::Option* add_seconds(CLI::App& app, const std::string& name, double& to,
+                         const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          name,
+          [name, &to](const std::string& text) {
+            char* end = nullptr;
+            const double v = std::strtod(text.c_str(), &end);
+            if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v < 0)
+              throw CLI::ValidationError(name, "'" + text + "' is not a non-negative number");
+            to = v;
+          },
+          help)
+      ->type_name("N");
 }
 
 void on_signal(int) {
@@ -240,185 +182,134 @@ int main(int argc, char** argv) {
   rocegen::GenSpec spec;
   rocegen::TxOptions tx;
   std::string report_json;
-  bool count_given = false;
   std::string output;
   std::string manifest;
   bool quiet = false;
   std::string error;
 
-  static const option kLongOptions[] = {
-      {"output", required_argument, nullptr, 'o'},
-      {"manifest", required_argument, nullptr, kManifest},
-      {"count", required_argument, nullptr, 'n'},
-      {"seed", required_argument, nullptr, kSeed},
-      {"hosts", required_argument, nullptr, kHosts},
-      {"qps", required_argument, nullptr, kQps},
-      {"remote-hosts", required_argument, nullptr, kRemoteHosts},
-      {"family", required_argument, nullptr, kFamily},
-      {"opcodes", required_argument, nullptr, kOpcodes},
-      {"size", required_argument, nullptr, kSize},
-      {"sizes", required_argument, nullptr, kSizes},
-      {"vlan", required_argument, nullptr, kVlan},
-      {"pcp", required_argument, nullptr, kPcp},
-      {"src-mac", required_argument, nullptr, kSrcMac},
-      {"dst-mac", required_argument, nullptr, kDstMac},
-      {"src-base", required_argument, nullptr, kSrcBase},
-      {"dst-base", required_argument, nullptr, kDstBase},
-      {"dscp", required_argument, nullptr, kDscp},
-      {"ecn", required_argument, nullptr, kEcn},
-      {"cnp-dscp", required_argument, nullptr, kCnpDscp},
-      {"ttl", required_argument, nullptr, kTtl},
-      {"pkey", required_argument, nullptr, kPkey},
-      {"dest-qp-base", required_argument, nullptr, kDestQpBase},
-      {"non-roce-every", required_argument, nullptr, kNonRoceEvery},
-      {"interval-ns", required_argument, nullptr, kIntervalNs},
-      {"tx-port", required_argument, nullptr, kTxPort},
-      {"rate-pps", required_argument, nullptr, kRatePps},
-      {"rate-mbps", required_argument, nullptr, kRateMbps},
-      {"duration", required_argument, nullptr, kDuration},
-      {"burst", required_argument, nullptr, kBurst},
-      {"mbufs", required_argument, nullptr, kMbufs},
-      {"report-json", required_argument, nullptr, kReportJson},
-      {"quiet", no_argument, nullptr, 'q'},
-      {"help", no_argument, nullptr, 'h'},
-      {nullptr, 0, nullptr, 0},
+  CLI::App app(kDescription, "roce-gen");
+  app.footer(kFooter);
+  app.get_formatter()->column_width(26);
+  // An option given twice takes the last value (as getopt did).
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  const std::string tx_group = "Transmit mode (EAL arguments given)";
+  app.add_option("--tx-port", tx.port, "DPDK port name (net_af_packet0) or id (required)")
+      ->type_name("PORT")
+      ->group(tx_group);
+  add_seconds(app, "--rate-pps", tx.rate_pps, "target rate in frames per second")->group(tx_group);
+  add_seconds(app, "--rate-mbps", tx.rate_mbps,
+              "target rate in Mbit/s of Ethernet frames (neither: as fast as the port takes them)")
+      ->group(tx_group);
+  add_seconds(app, "--duration", tx.duration_s,
+              "seconds to send; with --count, whichever ends first; without, endless")
+      ->group(tx_group);
+  add_number(app, "--burst", tx.burst, 256, "frames per TX burst (default 32)")->group(tx_group);
+  add_number(app, "--mbufs", tx.mbufs, 1u << 24, "mbuf pool size (default 4095)")->group(tx_group);
+  app.add_option("--report-json", report_json, "write the transmit report as JSON")
+      ->type_name("FILE")
+      ->group(tx_group);
+
+  app.add_option("-o,--output", output, "pcap file to write (required)")->type_name("FILE");
+  app.add_option("--manifest", manifest, "also write a CSV line per frame: what it is meant to be")
+      ->type_name("FILE");
+  CLI::Option* count = add_number(app, "-n,--count", spec.count, 1ull << 32,
+                                  "frames in total, RoCE and non-RoCE (default 1000)");
+  add_number(app, "--seed", spec.seed, UINT64_MAX, "random seed (default 1)");
+  add_number(app, "--hosts", spec.hosts, UINT32_MAX,
+             "local hosts, i.e. source addresses (default 1)");
+  add_number(app, "--qps", spec.qps_per_host, UINT32_MAX, "queue pairs per host (default 1)");
+  add_number(app, "--remote-hosts", spec.remote_hosts, UINT32_MAX,
+             "destination addresses (default = hosts); QP q of host h talks to remote "
+             "(h + q) mod N");
+  app.add_option_function<std::string>(
+         "--family",
+         [&spec](const std::string& f) {
+           spec.family = f == "ipv6"    ? rocegen::FamilyMode::ipv6
+                         : f == "mixed" ? rocegen::FamilyMode::mixed
+                                        : rocegen::FamilyMode::ipv4;
+         },
+         "ipv4 (default), ipv6 or mixed (QPs alternate)")
+      ->type_name("F")
+      ->check(CLI::IsMember({"ipv4", "ipv6", "mixed"}));
+  app.add_option_function<std::string>(
+         "--opcodes",
+         [&spec](const std::string& v) {
+           std::string why;
+           auto mix = rocegen::parse_opcode_mix(v, why);
+           if (!mix) throw CLI::ValidationError("--" + why);
+           spec.opcodes = *mix;
+         },
+         "NAME[:WEIGHT],... or a mix: default, all, writes, sends, reads, control")
+      ->type_name("LIST");
+  const auto sizes = [&spec](const std::string& v) {
+    std::string why;
+    auto mix = rocegen::parse_size_mix(v, why);
+    if (!mix) throw CLI::ValidationError("--" + why);
+    spec.sizes = *mix;
   };
-  int c;
-  while ((c = getopt_long(argc, argv, "o:n:qh", kLongOptions, nullptr)) != -1) {
-    const char* arg = optarg;
-    switch (c) {
-      case 'o':
-        output = arg;
-        break;
-      case kManifest:
-        manifest = arg;
-        break;
-      case 'n':
-        spec.count = number_option<uint64_t>("count", arg, 1ull << 32);
-        count_given = true;
-        break;
-      case kTxPort:
-        tx.port = arg;
-        break;
-      case kRatePps:
-        tx.rate_pps = real_option("rate-pps", arg);
-        break;
-      case kRateMbps:
-        tx.rate_mbps = real_option("rate-mbps", arg);
-        break;
-      case kDuration:
-        tx.duration_s = real_option("duration", arg);
-        break;
-      case kBurst:
-        tx.burst = number_option<uint16_t>("burst", arg, 256);
-        break;
-      case kMbufs:
-        tx.mbufs = number_option<uint32_t>("mbufs", arg, 1u << 24);
-        break;
-      case kReportJson:
-        report_json = arg;
-        break;
-      case kSeed:
-        spec.seed = number_option<uint64_t>("seed", arg, UINT64_MAX);
-        break;
-      case kHosts:
-        spec.hosts = number_option<uint32_t>("hosts", arg, UINT32_MAX);
-        break;
-      case kQps:
-        spec.qps_per_host = number_option<uint32_t>("qps", arg, UINT32_MAX);
-        break;
-      case kRemoteHosts:
-        spec.remote_hosts = number_option<uint32_t>("remote-hosts", arg, UINT32_MAX);
-        break;
-      case kFamily: {
-        const std::string_view f = arg;
-        if (f == "ipv4") {
-          spec.family = rocegen::FamilyMode::ipv4;
-        } else if (f == "ipv6") {
-          spec.family = rocegen::FamilyMode::ipv6;
-        } else if (f == "mixed") {
-          spec.family = rocegen::FamilyMode::mixed;
-        } else {
-          fail(std::string("--family: '") + arg + "' is not ipv4, ipv6 or mixed");
-        }
-        break;
-      }
-      case kOpcodes: {
-        auto mix = rocegen::parse_opcode_mix(arg, error);
-        if (!mix) fail("--" + error);
-        spec.opcodes = *mix;
-        break;
-      }
-      case kSize:
-      case kSizes: {
-        auto mix = rocegen::parse_size_mix(arg, error);
-        if (!mix) fail("--" + error);
-        spec.sizes = *mix;
-        break;
-      }
-      case kVlan:
-        spec.vlan_id = number_option<uint16_t>("vlan", arg, 4094);
-        break;
-      case kPcp:
-        spec.vlan_pcp = number_option<uint8_t>("pcp", arg, 7);
-        break;
-      case kSrcMac:
-      case kDstMac: {
-        auto mac = net::parse_mac(arg);
-        const char* name = c == kSrcMac ? "src-mac" : "dst-mac";
-        if (!mac) fail(std::string("--") + name + ": '" + arg + "' is not a MAC address");
-        (c == kSrcMac ? spec.src_mac : spec.dst_mac) = *mac;
-        break;
-      }
-      case kSrcBase:
-      case kDstBase: {
-        const bool src = c == kSrcBase;
-        const char* name = src ? "src-base" : "dst-base";
-        auto ip = net::parse_ip(arg);
-        if (!ip) fail(std::string("--") + name + ": '" + arg + "' is not an IP address");
-        if (ip->family == net::Family::ipv4) {
-          (src ? spec.src_base4 : spec.dst_base4) = ip->as_v4();
-        } else {
-          (src ? spec.src_base6 : spec.dst_base6) = ip->as_v6();
-        }
-        break;
-      }
-      case kDscp:
-        spec.dscp = number_option<uint8_t>("dscp", arg, 63);
-        break;
-      case kEcn:
-        spec.ecn = number_option<uint8_t>("ecn", arg, 3);
-        break;
-      case kCnpDscp:
-        spec.cnp_dscp = number_option<uint8_t>("cnp-dscp", arg, 63);
-        break;
-      case kTtl:
-        spec.ttl = number_option<uint8_t>("ttl", arg, 255);
-        break;
-      case kPkey:
-        spec.pkey = number_option<uint16_t>("pkey", arg, 0xffff);
-        break;
-      case kDestQpBase:
-        spec.dest_qp_base = number_option<uint32_t>("dest-qp-base", arg, 0xffffff);
-        break;
-      case kNonRoceEvery:
-        spec.non_roce_every = number_option<uint64_t>("non-roce-every", arg, UINT64_MAX);
-        break;
-      case kIntervalNs:
-        spec.interval_ns = number_option<uint64_t>("interval-ns", arg, 1000000000000ull);
-        break;
-      case 'q':
-        quiet = true;
-        break;
-      case 'h':
-        std::fputs(kUsage, stdout);
-        return 0;
-      default:
-        std::fputs(kUsage, stderr);
-        return 2;
-    }
+  app.add_option_function<std::string>("--size", sizes,
+                                       "frame length in bytes without FCS (default 1024)")
+      ->type_name("N");
+  app.add_option_function<std::string>("--sizes", sizes,
+                                       "imix (64:7,576:4,1500:1) or N[:WEIGHT],...")
+      ->type_name("LIST");
+  add_number(app, "--vlan", spec.vlan_id, 4094, "add an 802.1Q tag with this ID");
+  add_number(app, "--pcp", spec.vlan_pcp, 7, "802.1Q priority (default 3)");
+  const auto mac = [&app](const std::string& name, net::MacAddr& to, const std::string& help) {
+    app.add_option_function<std::string>(
+           name,
+           [name, &to](const std::string& v) {
+             auto m = net::parse_mac(v);
+             if (!m) throw CLI::ValidationError(name, "'" + v + "' is not a MAC address");
+             to = *m;
+           },
+           help)
+        ->type_name("MAC");
+  };
+  mac("--src-mac", spec.src_mac, "source MAC of host 0, + host index (default 02:00:00:00:00:01)");
+  mac("--dst-mac", spec.dst_mac, "destination MAC, the gateway port (default 02:00:00:00:01:01)");
+  // Given twice, once per family (--src-base 10.0.0.1 --src-base fd00::1).
+  const auto base = [&app, &spec](const std::string& name, bool src, const std::string& help) {
+    app.add_option_function<std::vector<std::string>>(
+           name,
+           [name, src, &spec](const std::vector<std::string>& values) {
+             for (const std::string& v : values) {
+               auto ip = net::parse_ip(v);
+               if (!ip) throw CLI::ValidationError(name, "'" + v + "' is not an IP address");
+               if (ip->family == net::Family::ipv4) {
+                 (src ? spec.src_base4 : spec.dst_base4) = ip->as_v4();
+               } else {
+                 (src ? spec.src_base6 : spec.dst_base6) = ip->as_v6();
+               }
+             }
+           },
+           help)
+        ->type_name("ADDR")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  };
+  base("--src-base", true, "first source address, IPv4 or IPv6 (defaults 10.0.0.1, fd00::1)");
+  base("--dst-base", false, "first destination address (defaults 10.0.1.1, fd00:1::1)");
+  add_number(app, "--dscp", spec.dscp, 63, "DSCP of RoCE packets (default 26)");
+  add_number(app, "--ecn", spec.ecn, 3, "ECN of RoCE packets other than CNPs (default 2 = ECT(0))");
+  add_number(app, "--cnp-dscp", spec.cnp_dscp, 63, "DSCP of CNPs, sent Not-ECT (default 48)");
+  add_number(app, "--ttl", spec.ttl, 255, "IPv4 TTL / IPv6 hop limit (default 64)");
+  add_number(app, "--pkey", spec.pkey, 0xffff, "BTH partition key (default 0xffff)");
+  add_number(app, "--dest-qp-base", spec.dest_qp_base, 0xffffff,
+             "DestQP of the first QP; QP i gets base + i (default 0x100)");
+  add_number(app, "--non-roce-every", spec.non_roce_every, UINT64_MAX,
+             "every K-th frame is ARP / ND / TCP SYN / UDP, in turn (default 0)");
+  add_number(app, "--interval-ns", spec.interval_ns, 1000000000000ull,
+             "timestamp spacing (default 1000)");
+  app.add_flag("-q,--quiet", quiet, "no summary line");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    fail(std::string(e.what()) + " (roce-gen --help)");
   }
-  if (optind != argc) fail(std::string("unexpected argument '") + argv[optind] + "'");
+  const bool count_given = count->count() > 0;
   if (dpdk_mode) {
     if (tx.port.empty()) fail("--tx-port is required in transmit mode (EAL arguments given)");
     if (!output.empty() || !manifest.empty()) {

@@ -36,33 +36,6 @@ const Bytes kZlibIpv6 = from_hex(
     "c35012b7002879380a0080014000abcd000000420102030405060708090a0b0c0d0e0f1096ec3f57");
 constexpr uint32_t kZlibIpv6Icrc = 0x573fec96;
 
-uint32_t crc32_bitwise(const Bytes& b) {
-  uint32_t crc = 0xFFFFFFFFu;
-  for (uint8_t x : b) {
-    crc ^= x;
-    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1)));
-  }
-  return ~crc;
-}
-
-TEST(Crc32, MatchesZlibCheckValueAndBitwiseReference) {
-  const std::string check = "123456789";
-  const Bytes cb(check.begin(), check.end());
-  EXPECT_EQ(crc32_zlib(0, cb), 0xCBF43926u);
-  EXPECT_EQ(crc32_zlib(0, {}), 0u);
-  Bytes data;
-  for (size_t n = 0; n < 200; ++n) {
-    ASSERT_EQ(crc32_zlib(0, data), crc32_bitwise(data)) << n;
-    data.push_back(uint8_t(n * 31 + 7));
-  }
-  // Chaining equals one pass over the concatenation, at every split (slice-by-8 edges).
-  for (size_t split = 0; split <= data.size(); split += 3) {
-    const uint32_t a = crc32_zlib(0, std::span(data.data(), split));
-    ASSERT_EQ(crc32_zlib(a, std::span(data.data() + split, data.size() - split)),
-              crc32_bitwise(data));
-  }
-}
-
 TEST(Icrc, ScapyIpv4Vector) {
   EXPECT_EQ(roce_icrc(kScapyIpv4, Family::ipv4), kScapyIpv4Icrc);
   EXPECT_TRUE(roce_icrc_valid(kScapyIpv4, Family::ipv4));

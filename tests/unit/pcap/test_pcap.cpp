@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// lib/pcap: round trip, both timestamp resolutions in both byte orders (files built byte by
-// byte here, as libpcap would write them), truncated and non-pcap inputs.
+// lib/pcap: round trip, both timestamp resolutions in both byte orders and pcapng (files built
+// byte by byte here, as other writers produce them), truncated and non-pcap inputs.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -206,7 +206,7 @@ TEST_F(PcapTest, TruncatedRecordBodyIsReportedAfterTheGoodPackets) {
   size_t n = 0;
   while (reader->next()) ++n;
   EXPECT_EQ(n, 3u);
-  EXPECT_NE(reader->error().find("truncated record"), std::string::npos) << reader->error();
+  EXPECT_NE(reader->error().find("truncated"), std::string::npos) << reader->error();
   EXPECT_FALSE(reader->next());  // stays ended
 
   auto all = srv6gw::pcap::read_all(path("t.pcap"), err);
@@ -224,7 +224,7 @@ TEST_F(PcapTest, TruncatedRecordHeaderIsReported) {
   ASSERT_TRUE(reader) << err;
   EXPECT_TRUE(reader->next());
   EXPECT_FALSE(reader->next());
-  EXPECT_NE(reader->error().find("truncated record header"), std::string::npos) << reader->error();
+  EXPECT_NE(reader->error().find("header bytes, only got 7"), std::string::npos) << reader->error();
 }
 
 TEST_F(PcapTest, EmptyCaptureHasNoPacketsAndNoError) {
@@ -244,12 +244,69 @@ TEST_F(PcapTest, RefusesNonPcapShortAndMissingFiles) {
   EXPECT_FALSE(Reader::open(path("short.pcap"), err));
   EXPECT_NE(err.find("not a pcap file"), std::string::npos) << err;
 
-  // A pcapng section header block.
+  // A pcapng section header block that says it is 0 bytes long.
   std::vector<uint8_t> ng = {0x0a, 0x0d, 0x0d, 0x0a};
   ng.resize(28, 0);
   write_bytes(path("ng.pcapng"), ng);
   EXPECT_FALSE(Reader::open(path("ng.pcapng"), err));
-  EXPECT_NE(err.find("pcapng"), std::string::npos) << err;
+  EXPECT_NE(err.find("not a pcap file or a pcapng file"), std::string::npos) << err;
+}
+
+// pcapng as dumpcap writes it: a section header, an Ethernet interface with nanosecond
+// timestamps (if_tsresol 9) and enhanced packet blocks.
+std::vector<uint8_t> make_pcapng(const std::vector<std::vector<uint8_t>>& frames,
+                                 uint64_t timestamp_ns) {
+  std::vector<uint8_t> out;
+  auto block = [&](uint32_t type, const std::vector<uint8_t>& body) {
+    const uint32_t len = uint32_t(12 + body.size());
+    put32(out, type, false);
+    put32(out, len, false);
+    out.insert(out.end(), body.begin(), body.end());
+    put32(out, len, false);
+  };
+  std::vector<uint8_t> shb;
+  put32(shb, 0x1a2b3c4d, false);  // byte-order magic
+  put16(shb, 1, false);
+  put16(shb, 0, false);
+  put32(shb, 0xffffffff, false);  // section length unknown
+  put32(shb, 0xffffffff, false);
+  block(0x0a0d0d0a, shb);
+  std::vector<uint8_t> idb;
+  put16(idb, 1, false);  // LINKTYPE_ETHERNET
+  put16(idb, 0, false);
+  put32(idb, 262144, false);
+  put16(idb, 9, false);  // if_tsresol: 10^-9
+  put16(idb, 1, false);
+  idb.insert(idb.end(), {9, 0, 0, 0});
+  put32(idb, 0, false);  // opt_endofopt
+  block(0x00000001, idb);
+  for (const auto& f : frames) {
+    std::vector<uint8_t> epb;
+    put32(epb, 0, false);  // interface 0
+    put32(epb, uint32_t(timestamp_ns >> 32), false);
+    put32(epb, uint32_t(timestamp_ns), false);
+    put32(epb, uint32_t(f.size()), false);
+    put32(epb, uint32_t(f.size()), false);
+    epb.insert(epb.end(), f.begin(), f.end());
+    epb.resize((epb.size() + 3) & ~size_t(3), 0);
+    block(0x00000006, epb);
+  }
+  return out;
+}
+
+TEST_F(PcapTest, ReadsPcapngWithNanosecondTimestamps) {
+  const auto frames = sample_frames();
+  const uint64_t ts = 1700000000ull * 1000000000ull + 123456789ull;
+  write_bytes(path("d.pcapng"), make_pcapng(frames, ts));
+  std::string err;
+  auto all = srv6gw::pcap::read_all(path("d.pcapng"), err);
+  ASSERT_TRUE(all) << err;
+  ASSERT_EQ(all->size(), frames.size());
+  for (size_t i = 0; i < frames.size(); ++i) {
+    EXPECT_EQ((*all)[i].data, frames[i]) << i;
+    EXPECT_EQ((*all)[i].timestamp_ns, ts) << i;
+    EXPECT_EQ((*all)[i].original_len, frames[i].size()) << i;
+  }
 }
 
 TEST_F(PcapTest, CorruptHugeRecordLengthIsRefusedNotAllocated) {
@@ -263,14 +320,15 @@ TEST_F(PcapTest, CorruptHugeRecordLengthIsRefusedNotAllocated) {
   auto reader = Reader::open(path("huge.pcap"), err);
   ASSERT_TRUE(reader) << err;
   EXPECT_FALSE(reader->next());
-  EXPECT_NE(reader->error().find("exceeds"), std::string::npos) << reader->error();
+  EXPECT_NE(reader->error().find("invalid packet capture length 4294967280"), std::string::npos)
+      << reader->error();
 }
 
 TEST_F(PcapTest, ReadAllRefusesNonEthernetLinkType) {
   write_bytes(path("raw.pcap"), make_file(0xa1b2c3d4, false, sample_frames(), 0, 0, 101));
   std::string err;
   EXPECT_FALSE(srv6gw::pcap::read_all(path("raw.pcap"), err));
-  EXPECT_NE(err.find("link type 101"), std::string::npos) << err;
+  EXPECT_NE(err.find("link type RAW (DLT 12) is not Ethernet"), std::string::npos) << err;
 }
 
 TEST_F(PcapTest, MovedReaderKeepsReading) {

@@ -285,8 +285,8 @@ inline uint64_t recent_bytes(GroupLoad& g, uint64_t now, uint64_t window) {
 // flows), so 10k flows fit without overflow; when both sets hold only active flows the flow
 // is placed by hash (counted in balanced_overflow): an active flow is never evicted.
 // `bytes` (the packet's inner length) feeds the groups' recent bytes.
-inline uint8_t select_balanced(const CompiledPolicy& p, SelectorState& st, uint32_t hash,
-                               uint64_t now, uint32_t bytes) {
+[[gnu::noinline]] inline uint8_t select_balanced_slow(const CompiledPolicy& p, SelectorState& st,
+                                                      uint32_t hash, uint64_t now, uint32_t bytes) {
   const uint32_t lineage_tag = (p.lineage & 0xFFFFFFu) << 8;
   const uint32_t candidates[2] = {hash & (kBalancedSets - 1),
                                   (hash >> kBalancedSetBits) & (kBalancedSets - 1)};
@@ -329,6 +329,22 @@ inline uint8_t select_balanced(const CompiledPolicy& p, SelectorState& st, uint3
   const uint8_t path = balanced_place(p, st, index, hash, now);
   st.groups[p.load_group[path]].bytes += bytes;
   return path;
+}
+
+// The common case inline: the flow is live in its first set (one cache line, as flowlet).
+inline uint8_t select_balanced(const CompiledPolicy& p, SelectorState& st, uint32_t hash,
+                               uint64_t now, uint32_t bytes) {
+  BalancedSet& set = st.balanced[hash & (kBalancedSets - 1)];
+  const uint32_t lineage_tag = (p.lineage & 0xFFFFFFu) << 8;
+  for (BalancedEntry& e : set.way) {
+    if (e.flow_hash == hash && (e.tag & ~0xFFu) == lineage_tag &&
+        ((now - e.stamp) & kStampTscMask) <= p.idle_gap_tsc) {
+      e.stamp = (e.stamp & ~kStampTscMask) | (now & kStampTscMask);
+      st.groups[e.stamp >> 48].bytes += bytes;
+      return uint8_t(e.tag & 0xFF);
+    }
+  }
+  return select_balanced_slow(p, st, hash, now, bytes);
 }
 
 // Picks the segment list for one packet. `slot` indexes the worker's SWRR state, `hash` is

@@ -262,6 +262,9 @@ std::string selection_text(const v1::SrPolicy& p) {
   if (sel.mode() == v1::SELECTION_MODE_FLOWLET) {
     s += " gap " + std::to_string(sel.flowlet_gap_us()) + "us";
   }
+  if (sel.mode() == v1::SELECTION_MODE_BALANCED) {
+    s += " idle-gap " + std::to_string(sel.idle_gap_us()) + "us";
+  }
   if (sel.spray_opcodes_size() > 0) {
     s += " spray";
     for (uint32_t op : sel.spray_opcodes()) s += " " + std::to_string(op);
@@ -580,16 +583,22 @@ int cmd_stats(Ctx& c) {
              n(w.cnp_seen()), n(w.outer_ce_seen()), n(w.inner_ce_marked()), n(drops)});
     }
     t.print(std::cout);
+    uint64_t overflow = 0;
+    for (const auto& w : s.workers()) overflow += w.balanced_overflow();
+    if (overflow != 0) std::cout << "balanced overflow (placed by hash) " << overflow << "\n";
     std::cout << "\n";
   }
   if (s.policies_size() > 0) {
-    Table t({"POLICY", "SEGMENT-LIST", "PATH-ID", "WEIGHT", "FACTOR", "PACKETS", "BYTES"});
+    Table t({"POLICY", "SEGMENT-LIST", "PATH-ID", "WEIGHT", "FACTOR", "PACKETS", "BYTES",
+             "ACTIVE-FLOWS", "LOAD-GROUP"});
     for (const auto& p : s.policies()) {
       for (const auto& path : p.paths()) {
         char factor[32];
         std::snprintf(factor, sizeof factor, "%.3g", path.factor());
         t.add({p.name(), path.segment_list(), n(path.path_id()), n(path.weight()), factor,
-               n(path.packets()), n(path.bytes())});
+               n(path.packets()), n(path.bytes()),
+               path.load_group().empty() ? "-" : n(path.active_flows()),
+               path.load_group().empty() ? "-" : path.load_group()});
       }
     }
     t.print(std::cout);

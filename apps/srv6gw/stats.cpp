@@ -33,6 +33,7 @@ void accumulate(WorkerCounters& into, const WorkerCounters& from) {
   into.feedback_events += from.feedback_events;
   into.feedback_dropped += from.feedback_dropped;
   into.cnp_reflected += from.cnp_reflected;
+  into.balanced_overflow += from.balanced_overflow;
   for (size_t i = 0; i < into.drops.size(); ++i) into.drops[i] += from.drops[i];
   for (size_t i = 0; i < into.parse_status.size(); ++i)
     into.parse_status[i] += from.parse_status[i];
@@ -183,11 +184,13 @@ std::string final_report(const App& app, const Snapshot& s,
   out("");
 
   if (!paths.empty()) {
-    out(fmt::format("{:<20} {:<20} {:>7} {:>7} {:>7} {:>12} {:>14}", "policy", "segment-list",
-                    "path-id", "weight", "factor", "packets", "bytes"));
+    out(fmt::format("{:<20} {:<20} {:>7} {:>7} {:>7} {:>12} {:>14} {:>12}", "policy",
+                    "segment-list", "path-id", "weight", "factor", "packets", "bytes",
+                    "active-flows"));
     for (const auto& p : paths)
-      out(fmt::format("{:<20} {:<20} {:>7} {:>7} {:>7.3f} {:>12} {:>14}", p.policy, p.segment_list,
-                      p.path_id, p.weight_configured, p.factor, p.packets, p.bytes));
+      out(fmt::format("{:<20} {:<20} {:>7} {:>7} {:>7.3f} {:>12} {:>14} {:>12}", p.policy,
+                      p.segment_list, p.path_id, p.weight_configured, p.factor, p.packets, p.bytes,
+                      p.load_group.empty() ? std::string("-") : std::to_string(p.active_flows)));
     out("");
   }
 
@@ -198,6 +201,9 @@ std::string final_report(const App& app, const Snapshot& s,
                   t.inner_ce_marked, t.cnp_seen, t.outer_ce_seen, t.chained_header, t.bursts));
   out(fmt::format("feedback: events {}  dropped (ring full) {}  cnp-reflected {}",
                   t.feedback_events, t.feedback_dropped, t.cnp_reflected));
+  if (t.balanced_overflow)
+    out(fmt::format("balanced: {} flows placed by hash (flow table set full)",
+                    t.balanced_overflow));
   out(fmt::format("drops: {} total", total_drops(t)));
   for (size_t i = 0; i < t.drops.size(); ++i)
     if (t.drops[i])
@@ -250,6 +256,7 @@ std::string final_json(const App& app, const Snapshot& s,
         total_drops(c));
     o += fmt::format(",\"feedback_events\":{},\"feedback_dropped\":{},\"cnp_reflected\":{}",
                      c.feedback_events, c.feedback_dropped, c.cnp_reflected);
+    o += fmt::format(",\"balanced_overflow\":{}", c.balanced_overflow);
     o += fmt::format(",\"pipeline_tsc\":{},\"pipeline_cycles_per_packet\":{:.2f}", c.pipeline_tsc,
                      cycles_per_packet(c.pipeline_tsc, c.rx_host + c.rx_fabric));
     // RX polls by burst size: index = packets returned by one rte_eth_rx_burst, 0 = empty.
@@ -292,9 +299,10 @@ std::string final_json(const App& app, const Snapshot& s,
     if (i) j += ',';
     j += fmt::format(
         "{{\"policy\":\"{}\",\"segment_list\":\"{}\",\"path_id\":{},\"weight\":{},"
-        "\"factor\":{:.6f},\"packets\":{},\"bytes\":{}}}",
+        "\"factor\":{:.6f},\"packets\":{},\"bytes\":{},\"active_flows\":{},"
+        "\"load_group\":\"{}\"}}",
         json_escape(p.policy), json_escape(p.segment_list), p.path_id, p.weight_configured,
-        p.factor, p.packets, p.bytes);
+        p.factor, p.packets, p.bytes, p.active_flows, json_escape(p.load_group));
   }
   j += "]";
   if (!engine_json.empty()) j += ",\"engine\":" + engine_json;

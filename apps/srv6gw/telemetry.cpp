@@ -50,6 +50,7 @@ void add_counters(rte_tel_data* d, const WorkerCounters& c) {
   rte_tel_data_add_dict_u64(d, "feedback_events", c.feedback_events);
   rte_tel_data_add_dict_u64(d, "feedback_dropped", c.feedback_dropped);
   rte_tel_data_add_dict_u64(d, "cnp_reflected", c.cnp_reflected);
+  rte_tel_data_add_dict_u64(d, "balanced_overflow", c.balanced_overflow);
   rte_tel_data_add_dict_u64(d, "bursts", c.bursts);
   rte_tel_data_add_dict_u64(d, "busy_tsc", c.busy_tsc);
   rte_tel_data_add_dict_u64(d, "pipeline_tsc", c.pipeline_tsc);
@@ -171,6 +172,9 @@ int cmd_paths(const char*, const char* params, rte_tel_data* d) {
       rte_tel_data_add_dict_string(e, "factor", fmt::format("{:.4f}", p.factor).c_str());
       rte_tel_data_add_dict_u64(e, "packets", p.packets);
       rte_tel_data_add_dict_u64(e, "bytes", p.bytes);
+      rte_tel_data_add_dict_u64(e, "active_flows", p.active_flows);
+      if (!p.load_group.empty())
+        rte_tel_data_add_dict_string(e, "load_group", clip(p.load_group).c_str());
       rte_tel_data_add_dict_container(d, std::to_string(p.path_id).c_str(), e, 0);
     }
     return 0;

@@ -120,11 +120,15 @@ bool from_proto(const v1::SrPolicy& in, config::Policy& out, FieldError& error) 
     case v1::SELECTION_MODE_ADAPTIVE:
       out.selection = config::SelectionMode::adaptive;
       break;
+    case v1::SELECTION_MODE_BALANCED:
+      out.selection = config::SelectionMode::balanced;
+      break;
     default:
       return fail(error, "selection.mode", pp + "/selection/mode",
                   "unknown selection mode " + std::to_string(int(sel.mode())));
   }
   if (sel.has_flowlet_gap_us()) out.flowlet_gap_us = sel.flowlet_gap_us();
+  if (sel.has_idle_gap_us()) out.idle_gap_us = sel.idle_gap_us();
   for (int i = 0; i < sel.spray_opcodes_size(); ++i) {
     const uint32_t op = sel.spray_opcodes(i);
     if (op > 255) {
@@ -148,6 +152,7 @@ bool from_proto(const v1::SrPolicy& in, config::Policy& out, FieldError& error) 
     sl.path_id = uint16_t(sl_in.path_id());
     if (sl_in.has_weight()) sl.weight = sl_in.weight();
     sl.backup = sl_in.backup();
+    sl.load_group = sl_in.load_group();
     for (int j = 0; j < sl_in.sids_size(); ++j) {
       auto sid = net::parse_ipv6(sl_in.sids(j));
       if (!sid) {
@@ -298,8 +303,12 @@ void to_proto(const config::Policy& in, v1::SrPolicy& out) {
     case config::SelectionMode::adaptive:
       sel->set_mode(v1::SELECTION_MODE_ADAPTIVE);
       break;
+    case config::SelectionMode::balanced:
+      sel->set_mode(v1::SELECTION_MODE_BALANCED);
+      break;
   }
   sel->set_flowlet_gap_us(in.flowlet_gap_us);
+  sel->set_idle_gap_us(in.idle_gap_us);
   for (uint8_t op : in.spray_opcodes) sel->add_spray_opcodes(op);
   for (const auto& sl : in.segment_lists) {
     auto* o = out.add_segment_lists();
@@ -307,6 +316,7 @@ void to_proto(const config::Policy& in, v1::SrPolicy& out) {
     o->set_path_id(sl.path_id);
     o->set_weight(sl.weight);
     o->set_backup(sl.backup);
+    o->set_load_group(sl.load_group);
     for (const auto& sid : sl.sids) o->add_sids(net::to_string(sid));
   }
 }

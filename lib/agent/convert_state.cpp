@@ -65,6 +65,7 @@ void worker_to_proto(unsigned index, const dataplane::WorkerCounters& w, v1::Wor
   o.set_feedback_events(w.feedback_events);
   o.set_feedback_dropped(w.feedback_dropped);
   o.set_cnp_reflected(w.cnp_reflected);
+  o.set_balanced_overflow(w.balanced_overflow);
 }
 
 // Every drop reason of one worker: (name, count), in a fixed order.
@@ -249,6 +250,8 @@ void to_proto(const StatsSnapshot& st, uint64_t generation, v1::Stats& resp) {
     o->set_factor(p.factor);
     o->set_packets(p.packets);
     o->set_bytes(p.bytes);
+    o->set_active_flows(p.active_flows);
+    o->set_load_group(p.load_group);
     for (const engine::ProbePathView& pv : st.probes) {
       if (pv.path_id == p.path_id) probe_to_proto(pv, *o->mutable_probe());
     }

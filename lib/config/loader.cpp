@@ -396,6 +396,8 @@ SegmentList map_segment_list(const lyd_node* n) {
       sl.weight = as_uint<uint32_t>(c);
     } else if (name == "backup") {
       sl.backup = as_bool(c);
+    } else if (name == "load-group") {
+      sl.load_group = std::string(value_of(c));
     } else if (name == "sid") {
       sl.sids.push_back(as_ipv6(c));  // ordered-by user: document order is path order
     } else {
@@ -438,6 +440,8 @@ Policy map_policy(const lyd_node* n) {
           p.selection = *m;
         } else if (sname == "flowlet-gap-us") {
           p.flowlet_gap_us = as_uint<uint32_t>(s);
+        } else if (sname == "idle-gap-us") {
+          p.idle_gap_us = as_uint<uint32_t>(s);
         } else if (sname == "spray-opcodes") {
           p.spray_opcodes.push_back(as_uint<uint8_t>(s));
         } else {
@@ -883,6 +887,7 @@ void write_config(const GatewayConfig& cfg, JsonWriter& w) {
       w.open_object("selection");
       w.string("mode", to_string(p.selection));
       w.number("flowlet-gap-us", p.flowlet_gap_us);
+      w.number("idle-gap-us", p.idle_gap_us);
       if (!p.spray_opcodes.empty()) {
         w.open_array("spray-opcodes");
         for (uint8_t op : p.spray_opcodes) w.number_element(op);
@@ -896,6 +901,7 @@ void write_config(const GatewayConfig& cfg, JsonWriter& w) {
         w.number("path-id", sl.path_id);
         w.number("weight", sl.weight);
         w.boolean("backup", sl.backup);
+        if (!sl.load_group.empty()) w.string("load-group", sl.load_group);
         w.open_array("sid");
         for (const auto& sid : sl.sids) w.string_element(net::to_string(sid));
         w.close_array();

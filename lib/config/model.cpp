@@ -30,13 +30,16 @@ const char* to_string(SelectionMode m) {
       return "selective";
     case SelectionMode::adaptive:
       return "adaptive";
+    case SelectionMode::balanced:
+      return "balanced";
   }
   return "unknown";
 }
 
 std::optional<SelectionMode> parse_selection_mode(std::string_view name) {
   for (auto m : {SelectionMode::flow, SelectionMode::packet, SelectionMode::flowlet,
-                 SelectionMode::selective, SelectionMode::adaptive}) {
+                 SelectionMode::selective, SelectionMode::adaptive,
+                 SelectionMode::balanced}) {
     if (name == to_string(m)) return m;
   }
   return std::nullopt;
@@ -85,7 +88,8 @@ bool operator==(const Policy& a, const Policy& b) {
   return a.name == b.name && a.color == b.color && a.endpoint == b.endpoint &&
          a.source == b.source && a.encap == b.encap && a.usid.block_bits == b.usid.block_bits &&
          a.usid.usid_bits == b.usid.usid_bits && a.selection == b.selection &&
-         a.flowlet_gap_us == b.flowlet_gap_us && a.spray_opcodes == b.spray_opcodes &&
+         a.flowlet_gap_us == b.flowlet_gap_us && a.idle_gap_us == b.idle_gap_us &&
+         a.spray_opcodes == b.spray_opcodes &&
          a.segment_lists == b.segment_lists && a.probe_sid == b.probe_sid;
 }
 
@@ -327,6 +331,10 @@ std::optional<ConfigError> check_policy_impl(const GatewayConfig& cfg, const Pol
                                             std::to_string(kMaxFlowletGapUs) + ", not " +
                                             std::to_string(p.flowlet_gap_us));
   }
+  if (p.idle_gap_us < 1 || p.idle_gap_us > kMaxFlowletGapUs) {
+    return err(sel + "/idle-gap-us", "idle-gap-us must be 1.." + std::to_string(kMaxFlowletGapUs) +
+                                         ", not " + std::to_string(p.idle_gap_us));
+  }
   if (p.selection == SelectionMode::selective && p.spray_opcodes.empty()) {
     return err(sel + "/mode", "selective mode needs at least one spray-opcodes entry");
   }
@@ -353,6 +361,10 @@ std::optional<ConfigError> check_policy_impl(const GatewayConfig& cfg, const Pol
   for (const SegmentList& sl : p.segment_lists) {
     const std::string sp = segment_list_path(p.name, sl.name);
     if (auto why = bad_name(sl.name)) return err(sp + "/name", "segment list name " + *why);
+    if (!sl.load_group.empty()) {
+      if (auto why = bad_name(sl.load_group))
+        return err(sp + "/load-group", "load-group " + *why);
+    }
     if (!list_names.insert(sl.name).second) {
       return err(sp, "duplicate segment list name '" + sl.name + "' in policy '" + p.name + "'");
     }

@@ -26,12 +26,17 @@ inline constexpr unsigned kMaxSegmentListsPerPolicy = 64;
 inline constexpr uint32_t kMaxWeight = 1000000;  // per segment list; sums fit in 32 bits
 inline constexpr uint32_t kMaxQp = 0xFFFFFF;     // BTH DestQP is 24 bits
 inline constexpr uint32_t kMaxFlowletGapUs = 10000000;
+// balanced mode: idle time after which a flow is placed afresh (and stops counting as load).
+// 1 ms: above the worst queueing-delay difference between paths of a leaf-spine fabric
+// (hundreds of microseconds with deep buffers), so a move after it cannot reorder, yet short
+// next to the pauses between collective steps, after which a QP is placed again.
+inline constexpr uint32_t kDefaultIdleGapUs = 1000;
 inline constexpr uint16_t kMaxQueues = 128;
 // SRH Tag bit 15 marks a reflected path id (docs/engine.md): our own ids stay below it.
 inline constexpr uint16_t kMaxPathId = 0x7FFF;
 
 // to_string returns the YANG enum name ("flowlet", "drop", "qp-range"); parse_* accepts it.
-enum class SelectionMode : uint8_t { flow, packet, flowlet, selective, adaptive };
+enum class SelectionMode : uint8_t { flow, packet, flowlet, selective, adaptive, balanced };
 const char* to_string(SelectionMode m);
 std::optional<SelectionMode> parse_selection_mode(std::string_view name);
 
@@ -45,6 +50,9 @@ struct SegmentList {
   uint32_t weight = 1;   // 0 = configured but carries no traffic
   bool backup = false;   // used only when every non-backup list is unusable
   std::vector<net::Ipv6Addr> sids;  // 1..16, path order
+  // balanced mode: lists with the same load group share one load counter across all
+  // policies (a spine uplink). Empty = the first SID (the first hop of a leaf-spine).
+  std::string load_group;
   friend bool operator==(const SegmentList&, const SegmentList&) = default;
 };
 
@@ -57,6 +65,7 @@ struct Policy {
   srv6::UsidFormat usid;
   SelectionMode selection = SelectionMode::flow;
   uint32_t flowlet_gap_us = 50;
+  uint32_t idle_gap_us = kDefaultIdleGapUs;  // balanced mode
   std::vector<uint8_t> spray_opcodes;  // selective mode: reorder-safe BTH opcodes
   std::vector<SegmentList> segment_lists;
   // The remote gateway's probe SID (an end-probe local SID there): when set, every segment

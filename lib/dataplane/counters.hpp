@@ -46,6 +46,9 @@ struct alignas(64) WorkerCounters {
   uint64_t cnp_seen = 0;         // inner BTH opcode 0x81, either direction
   uint64_t outer_ce_seen = 0;    // decapsulated packets whose outer ECN was CE
   uint64_t chained_header = 0;   // encap used a prepended header segment
+  // balanced mode: flows placed by hash because their flow-table set was full of active
+  // flows (policy::SelectorState::balanced_overflow, copied once per host burst).
+  uint64_t balanced_overflow = 0;
   // Local SR engine feedback (dataplane/feedback.hpp).
   uint64_t feedback_events = 0;   // events put on the feedback ring
   uint64_t feedback_dropped = 0;  // events lost because the ring was full (never waited for)

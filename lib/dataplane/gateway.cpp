@@ -10,6 +10,7 @@
 #include <rte_ring_elem.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <mutex>
@@ -192,8 +193,11 @@ class GatewayImpl final : public Gateway {
   std::vector<PathStats> path_stats() const override {
     std::lock_guard lock(stats_mutex_);
     std::vector<PathStats> out;
+    const uint64_t tsc = rte_rdtsc();
     for (const policy::Runtime::PolicyInfo& pi : runtime_->policies()) {
       const policy::CompiledPolicy& p = *pi.policy;
+      std::array<uint64_t, policy::kMaxPaths> active{};
+      if (p.mode == config::SelectionMode::balanced) count_active_flows(p, tsc, active);
       for (size_t i = 0; i < p.paths.size(); ++i) {
         const policy::CompiledPath& path = p.paths[i];
         PathStats st;
@@ -206,6 +210,10 @@ class GatewayImpl final : public Gateway {
         const PathCounter& base = baselines_[pi.slot][i];
         st.packets = sum.packets - base.packets;
         st.bytes = sum.bytes - base.bytes;
+        if (p.mode == config::SelectionMode::balanced) {
+          st.active_flows = active[i];
+          st.load_group = path.load_group;
+        }
         out.push_back(std::move(st));
       }
     }
@@ -213,6 +221,26 @@ class GatewayImpl final : public Gateway {
   }
 
  private:
+  // Flows of balanced policy `p` active on each of its paths, over the workers' flow tables
+  // (read racily: a count may be off by the flows placed or released meanwhile).
+  void count_active_flows(const policy::CompiledPolicy& p, uint64_t tsc,
+                          std::array<uint64_t, policy::kMaxPaths>& active) const {
+    const uint32_t lineage_tag = (p.lineage & 0xFFFFFFu) << 8;
+    for (const auto& w : workers_) {
+      const policy::SelectorState& st = w->selector;
+      const uint64_t now = w->fixed_tsc ? w->fixed_tsc : tsc;
+      const uint32_t n = std::min<uint32_t>(st.n_occupied, policy::kBalancedEntries);
+      for (uint32_t k = 0; k < n; ++k) {
+        const uint32_t index = st.occupied[k];
+        const policy::BalancedEntry& e =
+            st.balanced[index / policy::kBalancedWays].way[index % policy::kBalancedWays];
+        if ((e.tag & ~0xFFu) != lineage_tag || (e.tag & 0xFF) >= policy::kMaxPaths) continue;
+        if (((now - e.stamp) & policy::kStampTscMask) > p.idle_gap_tsc) continue;
+        ++active[e.tag & 0xFF];
+      }
+    }
+  }
+
   PathCounter summed(uint32_t slot, size_t path) const {
     PathCounter sum;
     for (const auto& w : workers_) {

@@ -153,7 +153,8 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   // the recent-path key (net/hash.hpp: the same values as three passes).
   const uint32_t pair_crc = net::crc32c_pair(info.src.bytes.data(), info.dst.bytes.data());
   const uint32_t hash = policy::flow_hash_from_pair_crc(pair_crc, info.family, info.bth.dest_qp);
-  const uint8_t idx = policy::select_path(*p, slot, hash, info.bth.opcode, now, w.selector);
+  const uint8_t idx =
+      policy::select_path(*p, slot, hash, info.bth.opcode, now, w.selector, info.l3_len);
   if (unlikely(idx == policy::kNoPath)) {
     drop(c, m, DropReason::no_usable_path);
     return nullptr;
@@ -317,6 +318,7 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
     }
   }
   if (unlikely(w.n_pending != 0)) flush_feedback(w);
+  c.balanced_overflow = w.selector.balanced_overflow;
   const uint64_t spent = rte_rdtsc() - start;
   c.busy_tsc += spent;
   c.pipeline_tsc += spent;

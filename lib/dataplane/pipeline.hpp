@@ -104,6 +104,10 @@ class Gateway {
     uint32_t weight_configured = 0;
     double factor = 1.0;  // local SR engine factor in force
     uint64_t packets = 0, bytes = 0;
+    // balanced mode (0 otherwise): flows placed on the path and active within idle-gap-us,
+    // summed over workers, and the load group the path counts in.
+    uint64_t active_flows = 0;
+    std::string load_group;
   };
   virtual std::vector<PathStats> path_stats() const = 0;
 

@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
+#include <mutex>
 #include <numeric>
+#include <unordered_map>
 
 namespace srv6gw::policy {
 
@@ -171,6 +174,22 @@ void compute_selection(CompiledPolicy& cp,
 
 }  // namespace
 
+uint16_t load_group_index(const std::string& key) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, uint16_t> known;
+  std::lock_guard lock(mutex);
+  if (auto it = known.find(key); it != known.end()) return it->second;
+  if (known.size() >= kMaxLoadGroups) return uint16_t(std::hash<std::string>{}(key) % kMaxLoadGroups);
+  const uint16_t index = uint16_t(known.size());
+  known.emplace(key, index);
+  return index;
+}
+
+std::string load_group_key(const config::SegmentList& sl) {
+  if (!sl.load_group.empty()) return "group:" + sl.load_group;
+  return sl.sids.empty() ? std::string("sid:") : "sid:" + net::to_string(sl.sids.front());
+}
+
 uint32_t factor_to_q16(double factor) {
   if (!(factor > 0)) return 0;  // also NaN
   if (factor > kMaxFactor) factor = kMaxFactor;
@@ -201,6 +220,7 @@ std::unique_ptr<const CompiledPolicy> compile_policy(const config::Policy& p, co
   cp->path_count = uint8_t(p.segment_lists.size());
   const uint64_t hz = env.tsc_hz ? env.tsc_hz : 1000000;
   cp->flowlet_gap_tsc = uint64_t(p.flowlet_gap_us) * hz / 1000000;
+  cp->idle_gap_tsc = uint64_t(p.idle_gap_us) * hz / 1000000;
   for (uint8_t op : p.spray_opcodes) cp->spray_opcodes[op >> 6] |= uint64_t(1) << (op & 63);
 
   cp->paths.resize(p.segment_lists.size());
@@ -226,6 +246,8 @@ std::unique_ptr<const CompiledPolicy> compile_policy(const config::Policy& p, co
     path.factor_q16 = factors_q16.empty() ? kFactorOne : factors_q16[i];
     path.effective_weight = uint64_t(path.weight) * path.factor_q16;
     path.name = sl.name;
+    path.load_group = load_group_key(sl);
+    cp->load_group[i] = load_group_index(path.load_group);
   }
   compute_selection(*cp);
   return cp;

@@ -29,6 +29,15 @@ inline constexpr uint32_t kFactorOne = 1u << kFactorShift;
 inline constexpr double kMaxFactor = 64.0;
 // Returned by selection when no segment list is usable.
 inline constexpr uint8_t kNoPath = 0xFF;
+// balanced mode: load groups (shared first hops) known to the process; per-worker load
+// counters are sized by it.
+inline constexpr unsigned kMaxLoadGroups = 1024;
+
+// What balanced mode compares when it places a flow. `flows` is what the gateway uses:
+// active flows relative to the weight in force, ties broken by recent bytes (see
+// docs/daemon.md, "balanced"); `bytes` (recent bytes first) is kept for the comparison
+// measured in tests/unit/policy/test_balanced.cpp and is not configurable.
+enum class BalanceBy : uint8_t { flows, bytes };
 
 static_assert(kMaxPaths <= 64, "active-set bit mask is 64 bits");
 
@@ -40,6 +49,7 @@ struct CompiledPath {
   uint32_t factor_q16 = kFactorOne;  // local SR engine factor in force
   uint64_t effective_weight = 0;     // weight x factor (q16), 0 = unusable
   std::string name;                  // segment-list name (stats, factor carry-over)
+  std::string load_group;            // balanced mode: group key (load-group or first SID)
   double factor() const { return double(factor_q16) / kFactorOne; }
 };
 
@@ -55,10 +65,13 @@ class CompiledPolicy {
   uint8_t active_count = 0;                 // segment lists in the active set (0 = no usable path)
   uint64_t active_mask = 0;                 // bit i set = path i is in the active set
   uint64_t flowlet_gap_tsc = 0;             // flowlet: idle time after which a flow may move
+  uint64_t idle_gap_tsc = 0;                // balanced: idle time after which a flow is re-placed
+  BalanceBy balance_by = BalanceBy::flows;  // balanced: the load compared
   std::array<uint64_t, 4> spray_opcodes{};  // selective: 256-bit BTH opcode bitmap
   int32_t swrr_total = 0;                   // sum of swrr_weight
   std::array<uint8_t, kMaxPaths> active{};  // path index of active-set member i
   std::array<int32_t, kMaxPaths> swrr_weight{};  // normalised effective weight of member i
+  std::array<uint16_t, kMaxPaths> load_group{};  // balanced: path index -> load group index
   std::array<uint8_t, kBuckets> buckets{};       // flow hash -> path index
   std::vector<CompiledPath> paths;               // index = path index (config order)
 
@@ -93,5 +106,14 @@ std::unique_ptr<const CompiledPolicy> with_factors(const CompiledPolicy& p,
 
 // Converts an engine factor to fixed point (clamped to [0, kMaxFactor]).
 uint32_t factor_to_q16(double factor);
+
+// The process-wide index of a load-group key (balanced mode): the same key always gets the
+// same index, in every policy and across recompiles, so that per-worker load counters stay
+// meaningful when policies change. Indices are handed out in order of first use; once
+// kMaxLoadGroups keys are known, further keys share an index chosen by hash (their loads
+// are then counted together: a degradation, not a failure). Thread-safe (control threads).
+uint16_t load_group_index(const std::string& key);
+// The key of a segment list: "group:" + its load-group, else "sid:" + its first SID.
+std::string load_group_key(const config::SegmentList& sl);
 
 }  // namespace srv6gw::policy

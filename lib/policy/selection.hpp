@@ -41,17 +41,59 @@ inline constexpr unsigned kFlowletSetBits = 12;
 inline constexpr unsigned kFlowletSets = 1u << kFlowletSetBits;
 inline constexpr unsigned kFlowletEntries = kFlowletSets * kFlowletWays;
 
+// balanced mode: one placed flow. `stamp` packs the load group the flow is counted in (top
+// 16 bits) and the low 48 bits of the TSC of its last packet (idle times are taken modulo
+// 2^48 cycles, about a day: far beyond any gap). `tag` as in FlowletEntry.
+struct BalancedEntry {
+  uint64_t stamp = 0;
+  uint32_t flow_hash = 0;
+  uint32_t tag = 0;  // lineage << 8 | path; 0 = empty
+};
+inline constexpr uint64_t kStampTscMask = (uint64_t(1) << 48) - 1;
+inline constexpr unsigned kBalancedWays = 4;
+struct alignas(64) BalancedSet {
+  BalancedEntry way[kBalancedWays];
+};
+inline constexpr unsigned kBalancedSetBits = 14;
+inline constexpr unsigned kBalancedSets = 1u << kBalancedSetBits;
+inline constexpr unsigned kBalancedEntries = kBalancedSets * kBalancedWays;  // 65536 (1 MB)
+static_assert(kBalancedEntries <= 65536, "entry indices are 16 bits");
+
+// balanced mode: one load group's load as seen by one worker.
+struct GroupLoad {
+  uint32_t active = 0;        // placed flows not yet released (idle past the gap, re-placed)
+  uint64_t bytes = 0;         // inner bytes of every packet on the group's lists (monotonic)
+  uint64_t window_base = 0;   // `bytes` when the current window started
+  uint64_t window_prev = 0;   // bytes of the previous window (scaled to one window)
+  uint64_t window_start = 0;  // TSC
+};
+
 // One worker's selection state. Sized for the gateway's policy-slot capacity; owned by the
 // worker context (written only by its worker).
 struct SelectorState {
   std::unique_ptr<SwrrState[]> swrr;      // [slot]
   std::unique_ptr<FlowletSet[]> flowlet;  // [kFlowletSets]
   uint32_t slots = 0;
+  // balanced mode: the placed flows (two-choice, 4-way sets), the loads per
+  // group, and a dense list of the occupied entries (index = set * ways + way) with each
+  // entry's position in it, so that placement can release idle flows a few at a time
+  // without walking the whole table.
+  std::unique_ptr<BalancedSet[]> balanced;  // [kBalancedSets]
+  std::unique_ptr<GroupLoad[]> groups;      // [kMaxLoadGroups]
+  std::unique_ptr<uint16_t[]> occupied;     // [kBalancedEntries], first n_occupied valid
+  std::unique_ptr<uint16_t[]> position;     // [kBalancedEntries] entry -> index in occupied
+  uint32_t n_occupied = 0;
+  uint32_t sweep_cursor = 0;
+  uint64_t balanced_overflow = 0;  // flows placed by hash: their set was full of active flows
 
   explicit SelectorState(uint32_t slot_capacity)
       : swrr(new SwrrState[slot_capacity]()),
         flowlet(new FlowletSet[kFlowletSets]()),
-        slots(slot_capacity) {}
+        slots(slot_capacity),
+        balanced(new BalancedSet[kBalancedSets]()),
+        groups(new GroupLoad[kMaxLoadGroups]()),
+        occupied(new uint16_t[kBalancedEntries]()),
+        position(new uint16_t[kBalancedEntries]()) {}
 };
 
 // murmur3 finaliser: spreads the CRC's bits so the top bits index the bucket table.
@@ -140,10 +182,176 @@ inline uint8_t select_flowlet(const CompiledPolicy& p, SwrrState& s, FlowletSet*
   return path;
 }
 
+// ---- balanced mode ----
+// Occupied entries examined (and released when idle past the gap) per placement: an idle
+// flow stops counting within n_occupied / kBalancedSweep placements.
+inline constexpr unsigned kBalancedSweep = 16;
+
+inline BalancedEntry& balanced_entry(SelectorState& st, uint32_t index) {
+  return st.balanced[index / kBalancedWays].way[index % kBalancedWays];
+}
+
+// Takes entry `index` out: its group stops counting it, it leaves the occupied list.
+[[gnu::cold]] inline void balanced_release(SelectorState& st, uint32_t index) {
+  BalancedEntry& e = balanced_entry(st, index);
+  GroupLoad& g = st.groups[e.stamp >> 48];
+  if (g.active != 0) --g.active;
+  e.tag = 0;
+  const uint32_t pos = st.position[index];
+  const uint16_t last = st.occupied[--st.n_occupied];
+  st.occupied[pos] = last;
+  st.position[last] = uint16_t(pos);
+}
+
+// Recent bytes of a group: the current window plus the previous one, windows of `window`
+// TSC cycles rotated lazily (only placement reads them). A window that ended long ago
+// counts at its average rate.
+inline uint64_t recent_bytes(GroupLoad& g, uint64_t now, uint64_t window) {
+  const uint64_t elapsed = now - g.window_start;
+  if (elapsed >= window) {
+    const uint64_t in_window = g.bytes - g.window_base;
+    g.window_prev = elapsed >= 2 * window
+                        ? uint64_t((unsigned __int128)in_window * window / elapsed)
+                        : in_window;
+    g.window_base = g.bytes;
+    g.window_start = now;
+  }
+  return g.bytes - g.window_base + g.window_prev;
+}
+
+// The active-set member whose load group carries the least relative to its weight in force
+// (swrr_weight: weight x engine factor, gcd-reduced). Flows are compared by Webster's rule,
+// the smallest (2 x active + 1) / weight: sequential placement then keeps every list within
+// half a flow of its exact share in the usual cases (the D'Hondt rule, (active + 1) /
+// weight, drifts a full flow with weights 3:2:1). Ties go to the fewer recent bytes per
+// weight (so flows of unequal rate alternate instead of stacking), then to the first member.
+[[gnu::noinline]] inline unsigned balanced_pick(const CompiledPolicy& p, SelectorState& st,
+                                                uint64_t now) {
+  using u128 = unsigned __int128;
+  const uint64_t window = p.idle_gap_tsc ? p.idle_gap_tsc : 1;
+  unsigned best = 0;
+  uint64_t best_flows = 0, best_bytes = 0, best_weight = 1;
+  for (unsigned i = 0; i < p.active_count; ++i) {
+    GroupLoad& g = st.groups[p.load_group[p.active[i]]];
+    const uint64_t flows = 2 * uint64_t(g.active) + 1;
+    const uint64_t bytes = recent_bytes(g, now, window);
+    const uint64_t weight = uint64_t(p.swrr_weight[i]);
+    if (i != 0) {
+      // a/wa < b/wb  <=>  a*wb < b*wa (weights > 0 in the active set)
+      const u128 f_new = u128(flows) * best_weight, f_best = u128(best_flows) * weight;
+      const u128 b_new = u128(bytes) * best_weight, b_best = u128(best_bytes) * weight;
+      const bool better = p.balance_by == BalanceBy::flows
+                              ? (f_new < f_best || (f_new == f_best && b_new < b_best))
+                              : (b_new < b_best || (b_new == b_best && f_new < f_best));
+      if (!better) continue;
+    }
+    best = i;
+    best_flows = flows;
+    best_bytes = bytes;
+    best_weight = weight;
+  }
+  return best;
+}
+
+// Places a flow that has no live entry: releases a few idle flows first, picks the least
+// loaded list, records the flow in `e` (an empty or idle way of its set, already released).
+[[gnu::noinline]] inline uint8_t balanced_place(const CompiledPolicy& p, SelectorState& st,
+                                                uint32_t index, uint32_t hash, uint64_t now) {
+  for (unsigned k = 0; k < kBalancedSweep && st.n_occupied != 0; ++k) {
+    if (st.sweep_cursor >= st.n_occupied) st.sweep_cursor = 0;
+    const uint32_t candidate = st.occupied[st.sweep_cursor];
+    const BalancedEntry& c = balanced_entry(st, candidate);
+    if (((now - c.stamp) & kStampTscMask) > p.idle_gap_tsc)
+      balanced_release(st, candidate);  // the last entry moved into the cursor's place
+    else
+      ++st.sweep_cursor;
+  }
+  const uint8_t path = p.active[balanced_pick(p, st, now)];
+  const uint16_t group = p.load_group[path];
+  ++st.groups[group].active;
+  BalancedEntry& e = balanced_entry(st, index);
+  e.flow_hash = hash;
+  e.tag = (p.lineage & 0xFFFFFFu) << 8 | path;
+  e.stamp = uint64_t(group) << 48 | (now & kStampTscMask);
+  st.position[index] = uint16_t(st.n_occupied);
+  st.occupied[st.n_occupied++] = uint16_t(index);
+  return path;
+}
+
+// A flow keeps its list while its packets arrive less than idle_gap_tsc apart, even when
+// the engine lowers the list's factor or takes it out (moving then could reorder it); the
+// next packet after a gap is placed afresh on the least-loaded usable list. A flow lives in
+// one of two candidate sets (two-choice hashing: the first set unless it is full of active
+// flows), so 10k flows fit without overflow; when both sets hold only active flows the flow
+// is placed by hash (counted in balanced_overflow): an active flow is never evicted.
+// `bytes` (the packet's inner length) feeds the groups' recent bytes.
+[[gnu::noinline]] inline uint8_t select_balanced_slow(const CompiledPolicy& p, SelectorState& st,
+                                                      uint32_t hash, uint64_t now, uint32_t bytes) {
+  const uint32_t lineage_tag = (p.lineage & 0xFFFFFFu) << 8;
+  const uint32_t candidates[2] = {hash & (kBalancedSets - 1),
+                                  (hash >> kBalancedSetBits) & (kBalancedSets - 1)};
+  int64_t victim = -1;
+  uint64_t victim_idle = 0;
+  for (unsigned s = 0; s < 2; ++s) {
+    BalancedSet& set = st.balanced[candidates[s]];
+    const bool look_for_victim = victim < 0;  // the first set's free ways come first
+    for (unsigned wi = 0; wi < kBalancedWays; ++wi) {
+      BalancedEntry& e = set.way[wi];
+      const uint64_t idle = (now - e.stamp) & kStampTscMask;
+      if (e.flow_hash == hash && e.tag != 0) {
+        if (__builtin_expect((e.tag & ~0xFFu) == lineage_tag && idle <= p.idle_gap_tsc, 1)) {
+          e.stamp = (e.stamp & ~kStampTscMask) | (now & kStampTscMask);
+          st.groups[e.stamp >> 48].bytes += bytes;
+          return uint8_t(e.tag & 0xFF);
+        }
+        const uint32_t own = candidates[s] * kBalancedWays + wi;
+        balanced_release(st, own);  // its gap ended or its policy was rebuilt: place again
+        const uint8_t path = balanced_place(p, st, own, hash, now);
+        st.groups[p.load_group[path]].bytes += bytes;
+        return path;
+      }
+      if (!look_for_victim) continue;
+      const uint64_t free_idle = e.tag == 0 ? UINT64_MAX : idle;
+      if (free_idle > p.idle_gap_tsc && (victim < 0 || free_idle > victim_idle)) {
+        victim = int64_t(candidates[s] * kBalancedWays + wi);
+        victim_idle = free_idle;
+      }
+    }
+  }
+  if (__builtin_expect(victim < 0, 0)) {
+    ++st.balanced_overflow;
+    const uint8_t path = select_by_flow(p, hash);
+    st.groups[p.load_group[path]].bytes += bytes;
+    return path;
+  }
+  const uint32_t index = uint32_t(victim);
+  if (balanced_entry(st, index).tag != 0) balanced_release(st, index);  // an idle flow's way
+  const uint8_t path = balanced_place(p, st, index, hash, now);
+  st.groups[p.load_group[path]].bytes += bytes;
+  return path;
+}
+
+// The common case inline: the flow is live in its first set (one cache line, as flowlet).
+inline uint8_t select_balanced(const CompiledPolicy& p, SelectorState& st, uint32_t hash,
+                               uint64_t now, uint32_t bytes) {
+  BalancedSet& set = st.balanced[hash & (kBalancedSets - 1)];
+  const uint32_t lineage_tag = (p.lineage & 0xFFFFFFu) << 8;
+  for (BalancedEntry& e : set.way) {
+    if (e.flow_hash == hash && (e.tag & ~0xFFu) == lineage_tag &&
+        ((now - e.stamp) & kStampTscMask) <= p.idle_gap_tsc) {
+      e.stamp = (e.stamp & ~kStampTscMask) | (now & kStampTscMask);
+      st.groups[e.stamp >> 48].bytes += bytes;
+      return uint8_t(e.tag & 0xFF);
+    }
+  }
+  return select_balanced_slow(p, st, hash, now, bytes);
+}
+
 // Picks the segment list for one packet. `slot` indexes the worker's SWRR state, `hash` is
-// flow_hash() of the packet, `opcode` its BTH opcode. Returns kNoPath when nothing is usable.
+// flow_hash() of the packet, `opcode` its BTH opcode, `bytes` its inner length (balanced mode's
+// recent bytes). Returns kNoPath when nothing is usable.
 inline uint8_t select_path(const CompiledPolicy& p, uint32_t slot, uint32_t hash, uint8_t opcode,
-                           uint64_t now_tsc, SelectorState& st) {
+                           uint64_t now_tsc, SelectorState& st, uint32_t bytes = 0) {
   if (__builtin_expect(p.active_count == 0, 0)) return kNoPath;
   switch (p.mode) {
     case config::SelectionMode::flow:
@@ -155,6 +363,8 @@ inline uint8_t select_path(const CompiledPolicy& p, uint32_t slot, uint32_t hash
       return p.sprays(opcode) ? select_swrr(p, st.swrr[slot]) : select_by_flow(p, hash);
     case config::SelectionMode::flowlet:
       return select_flowlet(p, st.swrr[slot], st.flowlet.get(), hash, now_tsc);
+    case config::SelectionMode::balanced:
+      return select_balanced(p, st, hash, now_tsc, bytes);
   }
   return kNoPath;
 }

@@ -868,9 +868,9 @@ TEST_F(AgentServer, StatsSumWorkersAndGroupPaths) {
     w1.drops[size_t(dataplane::DropReason::tx_full)] = 3;
     sink.stats_value.workers = {w0, w1};
     sink.stats_value.ports = {{"host", "net_null0", 15, 1500, 0, 0, 1, 0, 0, 0}};
-    sink.stats_value.paths = {{"base", "only", 1, 1, 1.0, 7, 700},
-                              {"p1", "a", 100, 2, 0.5, 1, 100},
-                              {"p1", "b", 101, 1, 1.0, 2, 200}};
+    sink.stats_value.paths = {{"base", "only", 1, 1, 1.0, 7, 700, 0, ""},
+                              {"p1", "a", 100, 2, 0.5, 1, 100, 0, ""},
+                              {"p1", "b", 101, 1, 1.0, 2, 200, 0, ""}};
   }
   grpc::ClientContext ctx;
   v1::Stats stats;

@@ -6,7 +6,12 @@
 // configuration file, and frees what comes out (as net_null TX does).
 //
 //   pipeline-bench --config CFG.json --pcap FRAMES.pcap [--bursts N] [--rounds R]
-//                  [--direction host|fabric] [--multiseg] [--mem MB]
+//                  [--direction host|fabric] [--multiseg] [--mem MB] [--modes M1,M2,...]
+//
+// --modes compares selection modes in one run: one gateway per mode (every policy of CFG
+// switched to that mode), rounds interleaved across them (A B C A B C ...) so that the
+// neighbours' load falls on all alike; prints min and median ns/packet of the pipeline per
+// mode and the median ratio to the first mode.
 //
 // Prints TSC cycles per packet inside the pipeline (the daemon's pipeline_tsc) and for the
 // whole loop, fastest of R rounds (preemption by the neighbours only ever adds time). Under
@@ -23,11 +28,13 @@
 #include <rte_mempool.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -56,6 +63,7 @@ struct Options {
   unsigned rounds = 5;
   bool multiseg = false;
   unsigned mem_mb = 1024;
+  std::vector<config::SelectionMode> modes;  // --modes: compare these
 };
 
 Options parse_options(int argc, char** argv) {
@@ -86,10 +94,21 @@ Options parse_options(int argc, char** argv) {
       o.mem_mb = unsigned(number(i));
     } else if (a == "--multiseg") {
       o.multiseg = true;
+    } else if (a == "--modes" && i + 1 < argc) {
+      std::string list = argv[++i];
+      for (size_t start = 0; start <= list.size();) {
+        const size_t comma = std::min(list.find(',', start), list.size());
+        const std::string name = list.substr(start, comma - start);
+        auto m = config::parse_selection_mode(name);
+        if (!m) fail("--modes: unknown selection mode '" + name + "'");
+        o.modes.push_back(*m);
+        start = comma + 1;
+      }
     } else {
       fail(
           "usage: pipeline-bench --config CFG.json --pcap FRAMES.pcap [--bursts N] "
-          "[--rounds R] [--direction host|fabric] [--multiseg] [--mem MB]");
+          "[--rounds R] [--direction host|fabric] [--multiseg] [--mem MB] "
+          "[--modes M1,M2,...]");
     }
   }
   if (o.config.empty() || o.pcap.empty()) fail("--config and --pcap are required");
@@ -151,6 +170,70 @@ struct RoundResult {
   return r;
 }
 
+// --modes: one gateway per selection mode, rounds interleaved, min/median ns per packet.
+int compare_modes(const Options& o, const config::GatewayConfig& cfg, const Frames& frames,
+                  rte_mempool* pool, rte_mempool* hdr_pool, const dataplane::PortEnv& env) {
+  const bool host = o.direction == "host";
+  struct Run {
+    config::SelectionMode mode;
+    std::unique_ptr<dataplane::Gateway> gw;
+    std::vector<double> pipeline_ns;
+    size_t cursor = 0;
+  };
+  std::vector<Run> runs;
+  for (config::SelectionMode mode : o.modes) {
+    config::GatewayConfig c = cfg;
+    for (config::Policy& p : c.policies) {
+      p.selection = mode;
+      if (mode == config::SelectionMode::selective && p.spray_opcodes.empty())
+        p.spray_opcodes = {7, 8};
+    }
+    config::ConfigError cerr;
+    auto gw = dataplane::Gateway::create(c, 1, env, hdr_pool, cerr);
+    if (!gw)
+      fail(std::string(config::to_string(mode)) +
+           ": gateway refused the configuration: " + cerr.path + ": " + cerr.message);
+    runs.push_back(Run{mode, std::move(gw), {}, 0});
+  }
+  const double ns_per_tsc = 1e9 / double(rte_get_tsc_hz());
+  for (Run& r : runs) {
+    dataplane::WorkerContext& w = *r.gw->worker(0);
+    dataplane::worker_online(w);
+    run_bursts(w, pool, frames, std::min<uint64_t>(o.bursts, 1000), host, r.cursor);
+  }
+  for (unsigned round = 0; round < o.rounds; ++round) {
+    for (Run& r : runs) {
+      const RoundResult res = run_bursts(*r.gw->worker(0), pool, frames, o.bursts, host, r.cursor);
+      r.pipeline_ns.push_back(double(res.pipeline_tsc) * ns_per_tsc / double(res.packets));
+    }
+  }
+  std::printf("pipeline-bench: %zu frames, %" PRIu64
+              " bursts x %u per round, %u rounds per mode (interleaved), %s direction\n",
+              frames.data.size(), o.bursts, kBurst, o.rounds, o.direction.c_str());
+  std::printf("%-10s %12s %12s %10s %12s %10s\n", "mode", "min ns/pkt", "median ns/pkt", "vs first",
+              "handled", "overflow");
+  double first_median = 0;
+  bool ok = true;
+  for (Run& r : runs) {
+    dataplane::WorkerContext& w = *r.gw->worker(0);
+    dataplane::worker_offline(w);
+    std::vector<double> v = r.pipeline_ns;
+    std::sort(v.begin(), v.end());
+    const double median = v[v.size() / 2];
+    if (first_median == 0) first_median = median;
+    const dataplane::WorkerCounters& c = dataplane::counters(w);
+    const uint64_t handled = host ? c.encap : c.decap;
+    std::printf("%-10s %12.2f %12.2f %9.3fx %12" PRIu64 " %10" PRIu64 "\n",
+                config::to_string(r.mode), v.front(), median, median / first_median, handled,
+                c.balanced_overflow);
+    if (handled == 0) ok = false;
+    r.gw.reset();
+  }
+  if (!ok) fail("a mode handled no packet");
+  if (rte_mempool_in_use_count(pool) != 0) fail("mbufs leaked");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -188,6 +271,16 @@ int main(int argc, char** argv) {
   env.host_port_mac = *net::parse_mac("02:00:00:00:00:a1");
   env.fabric_port_mac = *net::parse_mac("02:00:00:00:00:a2");
   env.fabric_multiseg_tx = o.multiseg;
+  if (!o.modes.empty()) {
+    const std::string runtime_dir_copy = runtime_dir;
+    const int rc = compare_modes(o, cfg, frames, pool, hdr_pool, env);
+    rte_mempool_free(pool);
+    rte_mempool_free(hdr_pool);
+    rte_eal_cleanup();
+    std::error_code ec;
+    std::filesystem::remove_all(runtime_dir_copy, ec);
+    return rc;
+  }
   config::ConfigError cerr;
   const uint64_t t_create = rte_rdtsc();
   auto gw = dataplane::Gateway::create(cfg, 1, env, hdr_pool, cerr);

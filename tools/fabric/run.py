@@ -96,10 +96,11 @@ def fmt_shares(s):
     return "{" + ", ".join(f"S{i}: {v:.3f}" for i, v in sorted(s.items())) + "}"
 
 
-def scenario_degraded(work, quick=False, variants=("hash", "engine"), usid=False):
+def scenario_degraded(work, quick=False, variants=("hash", "engine", "balanced"), usid=False):
     """(a) Spine 2's uplink drops from `link` to `degraded` Mbit/s while hA sends a fixed
     load over three spines in flow mode. Variant 'hash': the engine is off (static per-flow
-    hashing, what ECMP does); variant 'engine': the local SR engine with reflection."""
+    hashing, what ECMP does); variant 'engine': the local SR engine with reflection; variant
+    'balanced': the engine off, balanced mode (each QP placed on the least-loaded spine)."""
     link, degraded, load, qps = 20.0, 4.0, 24.0, 16
     healthy_s, degraded_s = (3, 5) if quick else (5, 10)
     out = {"params": {"spines": 3, "link_mbit": link, "degraded_mbit": degraded,
@@ -113,7 +114,7 @@ def scenario_degraded(work, quick=False, variants=("hash", "engine"), usid=False
             fab.shape(DEGRADED_SPINE, link)
             fab.precompile(degraded)
             fab.start_gateways(engine=engine, reflect=True, engine_params=ENGINE_PARAMS)
-            fab.push_policies(mode="flow", usid=usid)
+            fab.push_policies(mode="balanced" if variant == "balanced" else "flow", usid=usid)
             ends0 = fab.spine_end_packets(usid)
             phases = [("healthy", healthy_s, None),
                       ("degraded", degraded_s, lambda f: f.shape(DEGRADED_SPINE, degraded))]
@@ -169,6 +170,7 @@ def scenario_modes(work, quick=False):
     try:
         fab.start_gateways(engine=False)
         for variant, mode, gap in (("packet", "packet", None), ("flow", "flow", None),
+                                   ("balanced", "balanced", None),
                                    ("flowlet-0.5ms", "flowlet", 500),
                                    ("flowlet-5ms", "flowlet", 5000)):
             log(f"scenario c, {variant}")

@@ -194,7 +194,7 @@ TEST(Loader, DefaultsMatchTheModelDefaults) {
   expected.source = v6("fc00:0:1::1");
   Policy p;
   p.name = "p";
-  p.segment_lists.push_back({"a", 1, 1, false, {v6("fc00:0:2::1")}});
+  p.segment_lists.push_back({"a", 1, 1, false, {v6("fc00:0:2::1")}, ""});
   expected.policies.push_back(p);
   EXPECT_EQ(c, expected);
 }
@@ -441,12 +441,13 @@ GatewayConfig everything() {
   p.selection = SelectionMode::selective;
   p.flowlet_gap_us = 7;
   p.spray_opcodes = {8, 7, 0x0a};  // order as given
-  p.segment_lists.push_back({"z-first", 32767, 0, true, {v6("2001:db8:1::1")}});
+  p.segment_lists.push_back({"z-first", 32767, 0, true, {v6("2001:db8:1::1")}, ""});
   p.segment_lists.push_back({"a-second",
                              0,
                              1000000,
                              false,
-                             {v6("2001:db8:2::1"), v6("2001:db8:3::1"), v6("2001:db8:1::1")}});
+                             {v6("2001:db8:2::1"), v6("2001:db8:3::1"), v6("2001:db8:1::1")},
+                             ""});
   c.policies.push_back(p);
 
   Policy u;
@@ -454,7 +455,7 @@ GatewayConfig everything() {
   u.encap = srv6::EncapMode::usid;
   u.usid = {48, 16};
   u.selection = SelectionMode::adaptive;
-  u.segment_lists.push_back({"m", 3, 5, false, {v6("fc00:0:1:100::"), v6("fc00:0:1:200::")}});
+  u.segment_lists.push_back({"m", 3, 5, false, {v6("fc00:0:1:100::"), v6("fc00:0:1:200::")}, ""});
   c.policies.push_back(u);
 
   SteeringRule r1;

@@ -72,15 +72,15 @@ GatewayConfig base() {
 
   Policy p;
   p.name = "p1";
-  p.segment_lists.push_back({"a", 1, 1, false, {v6("fc00:0:11::e"), v6("fc00:0:2::d4")}});
-  p.segment_lists.push_back({"b", 2, 1, false, {v6("fc00:0:12::e"), v6("fc00:0:2::d4")}});
+  p.segment_lists.push_back({"a", 1, 1, false, {v6("fc00:0:11::e"), v6("fc00:0:2::d4")}, ""});
+  p.segment_lists.push_back({"b", 2, 1, false, {v6("fc00:0:12::e"), v6("fc00:0:2::d4")}, ""});
   c.policies.push_back(p);
 
   Policy u;
   u.name = "u1";
   u.encap = srv6::EncapMode::usid;
   u.segment_lists.push_back(
-      {"x", 10, 1, false, {v6("fc00:0:11::"), v6("fc00:0:21::"), v6("fc00:0:2::")}});
+      {"x", 10, 1, false, {v6("fc00:0:11::"), v6("fc00:0:21::"), v6("fc00:0:2::")}, ""});
   c.policies.push_back(u);
 
   c.steering.push_back(exact(1, "10.0.1.1", 256, "p1"));
@@ -142,7 +142,7 @@ TEST_P(ValidateRefuses, NamesThePathAndTheReason) {
 }
 
 SegmentList list_of(const char* name, uint16_t path_id, unsigned n_sids) {
-  SegmentList sl{name, path_id, 1, false, {}};
+  SegmentList sl{name, path_id, 1, false, {}, ""};
   for (unsigned i = 0; i < n_sids; ++i) {
     net::Ipv6Addr a = v6("fc00:0:100::e");
     a.bytes[5] = uint8_t(i + 1);  // fc00:0:1XX::e, distinct per hop

@@ -5,7 +5,7 @@
 // never stalls a worker).
 //
 // Daemon wiring, in order:
-//   1. take_agent_options(args, opts, err)                 (before parsing its own options)
+//   1. add_agent_options(cli, opts) on its command line    (options.hpp; or take_agent_options)
 //   2. st = restore_startup_state(opts.state_path, cfg)    (before Gateway::create)
 //      create the Gateway with st.config
 //   3. GatewaySink sink(*gateway, &control_mutex, ports);

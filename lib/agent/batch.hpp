@@ -14,8 +14,8 @@
 
 #include "agent/config_index.hpp"
 #include "agent/event_bus.hpp"
-#include "agent/index_map.hpp"
 #include "agent/huge_pages.hpp"
+#include "agent/index_map.hpp"
 #include "config/model.hpp"
 #include "srv6gw/v1/srv6gw.pb.h"
 

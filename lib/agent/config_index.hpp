@@ -20,8 +20,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "agent/index_map.hpp"
 #include "agent/huge_pages.hpp"
+#include "agent/index_map.hpp"
 #include "config/model.hpp"
 
 namespace srv6gw::agent {

@@ -408,9 +408,13 @@ std::optional<Weighted> longer_path(const Topology& t, NodeId src, NodeId dst,
   const uint32_t layers = hops[dst] + 2;  // layer h = hops so far; the last one "> shortest"
   const size_t n = t.node_count();
   auto state = [&](NodeId v, uint32_t h) { return size_t(h) * n + v; };
-  std::vector<uint64_t> dist(n * layers, std::numeric_limits<uint64_t>::max());
-  std::vector<uint32_t> pred(n * layers, UINT32_MAX);
-  std::vector<DirLinkId> via(n * layers, 0);
+  // Reused between calls (plans ask once per leaf pair): no large allocation each time.
+  thread_local std::vector<uint64_t> dist;
+  thread_local std::vector<uint32_t> pred;
+  thread_local std::vector<DirLinkId> via;
+  dist.assign(n * layers, std::numeric_limits<uint64_t>::max());
+  pred.assign(n * layers, UINT32_MAX);
+  via.assign(n * layers, 0);
   using Item = std::pair<uint64_t, uint32_t>;
   std::priority_queue<Item, std::vector<Item>, std::greater<>> pq;
   dist[state(src, 0)] = 0;

@@ -233,7 +233,9 @@ struct Builder {
     if (opt.backups == 0) return {};
     const Topology& t = design();
     const NodeId a = sole_attachment(t, g), b = sole_attachment(t, d);
-    if (a == kNoNode || b == kNoNode || a == b || !backup_cache) {
+    // Two hosts on one leaf and nowhere else: any other path would cross the leaf twice.
+    if (a != kNoNode && a == b) return {};
+    if (a == kNoNode || b == kNoNode || !backup_cache) {
       return backup_paths(t, g, d, primaries, opt.backups);
     }
     const uint64_t key = uint64_t(a) << 32 | b;

@@ -408,9 +408,13 @@ std::optional<Weighted> longer_path(const Topology& t, NodeId src, NodeId dst,
   const uint32_t layers = hops[dst] + 2;  // layer h = hops so far; the last one "> shortest"
   const size_t n = t.node_count();
   auto state = [&](NodeId v, uint32_t h) { return size_t(h) * n + v; };
-  std::vector<uint64_t> dist(n * layers, std::numeric_limits<uint64_t>::max());
-  std::vector<uint32_t> pred(n * layers, UINT32_MAX);
-  std::vector<DirLinkId> via(n * layers, 0);
+  // Reused between calls (plans ask once per leaf pair): no large allocation each time.
+  thread_local std::vector<uint64_t> dist;
+  thread_local std::vector<uint32_t> pred;
+  thread_local std::vector<DirLinkId> via;
+  dist.assign(n * layers, std::numeric_limits<uint64_t>::max());
+  pred.assign(n * layers, UINT32_MAX);
+  via.assign(n * layers, 0);
   using Item = std::pair<uint64_t, uint32_t>;
   std::priority_queue<Item, std::vector<Item>, std::greater<>> pq;
   dist[state(src, 0)] = 0;
@@ -471,7 +475,14 @@ PathList backup_paths(const Topology& t, NodeId src, NodeId dst, const PathList&
   }
   for (unsigned b = 0; b < k; ++b) {
     std::vector<uint64_t> cost(t.link_count());
-    for (LinkId l = 0; l < t.link_count(); ++l) cost[l] = 1 + penalty * used[l];
+    // Ties (same shared links, same length) are broken by a small per-pair pseudo-random
+    // term, so that the backups of different pairs spread over the fabric instead of all
+    // taking the lowest-numbered detour.
+    for (LinkId l = 0; l < t.link_count(); ++l) {
+      uint64_t h = (uint64_t(src) << 40) ^ (uint64_t(dst) << 20) ^ l;
+      h *= 0x9E3779B97F4A7C15ull;
+      cost[l] = (1 + penalty * used[l]) * 1024 + (h >> 58);
+    }
     // Fast path: when the primaries are every shortest path, the best path of at least one
     // more hop is new. Dijkstra over (node, hops so far capped at shortest + 1); its answer
     // counts only when it is a simple path not known yet (else Yen below decides).

@@ -233,7 +233,9 @@ struct Builder {
     if (opt.backups == 0) return {};
     const Topology& t = design();
     const NodeId a = sole_attachment(t, g), b = sole_attachment(t, d);
-    if (a == kNoNode || b == kNoNode || a == b || !backup_cache) {
+    // Two hosts on one leaf and nowhere else: any other path would cross the leaf twice.
+    if (a != kNoNode && a == b) return {};
+    if (a == kNoNode || b == kNoNode || !backup_cache) {
       return backup_paths(t, g, d, primaries, opt.backups);
     }
     const uint64_t key = uint64_t(a) << 32 | b;
@@ -503,7 +505,11 @@ struct Planner::State {
   std::unordered_map<NodeId, std::vector<Pin>> pins;
   std::unordered_map<uint64_t, PathList> backups;
   // Per attachment-switch pair: every directed link its paths (and backups) cross.
-  std::unordered_map<uint64_t, std::vector<DirLinkId>> pair_links;
+  // Per attachment-switch pair: the links its primary paths cross, and its backups'.
+  struct PairLinks {
+    std::vector<DirLinkId> primary, backup;
+  };
+  std::unordered_map<uint64_t, PairLinks> pair_links;
 };
 
 Planner::Planner(Topology topology, PlanOptions options)
@@ -574,12 +580,15 @@ bool Planner::update_links(std::span<const LinkChange> changes, std::vector<Gate
   }
   // The state before, then the state after (same nodes and links: only states differ).
   Topology before = topo_;
-  std::unordered_set<LinkId> changed;
+  // changed: capacity in force differs (primary weights); flipped: usable <-> not (what a
+  // backup list's weight depends on).
+  std::unordered_set<LinkId> changed, flipped;
   for (const LinkChange& c : changes) {
     const Link old = topo_.link(c.link);
     topo_.apply(c);
     const Link& now = topo_.link(c.link);
     if (old.capacity_mbps() != now.capacity_mbps()) changed.insert(c.link);
+    if ((old.capacity_mbps() == 0) != (now.capacity_mbps() == 0)) flipped.insert(c.link);
   }
   if (changed.empty()) return true;
 
@@ -619,25 +628,28 @@ bool Planner::update_links(std::span<const LinkChange> changes, std::vector<Gate
       const uint64_t key = uint64_t(a) << 32 | b;
       auto it = state_->pair_links.find(key);
       if (it == state_->pair_links.end()) {
-        std::vector<DirLinkId> links;
+        State::PairLinks links;
         const PathList fabric = cache_->between(a, b);
         for (size_t i = 0; i < fabric.size(); ++i) {
-          for (DirLinkId d : fabric.links(i)) links.push_back(d);
+          for (DirLinkId d : fabric.links(i)) links.primary.push_back(d);
         }
         if (opt_.backups) {
           // Backups of this pair, through one representative host pair.
           const PathList hp = cache_->between(srcs.front(), dsts.front());
           const PathList bk = probe.backups_for(srcs.front(), dsts.front(), hp);
           for (size_t i = 0; i < bk.size(); ++i) {
-            for (DirLinkId d : bk.links(i)) links.push_back(d);
+            for (DirLinkId d : bk.links(i)) links.backup.push_back(d);
           }
         }
-        std::sort(links.begin(), links.end());
-        links.erase(std::unique(links.begin(), links.end()), links.end());
+        for (auto* v : {&links.primary, &links.backup}) {
+          std::sort(v->begin(), v->end());
+          v->erase(std::unique(v->begin(), v->end()), v->end());
+        }
         it = state_->pair_links.emplace(key, std::move(links)).first;
       }
       bool hit = false;
-      for (DirLinkId d : it->second) hit |= changed.count(link_of(d)) > 0;
+      for (DirLinkId d : it->second.primary) hit |= changed.count(link_of(d)) > 0;
+      for (DirLinkId d : it->second.backup) hit |= flipped.count(link_of(d)) > 0;
       if (!hit) continue;
       for (NodeId g : srcs) {
         for (NodeId d : dsts) affected[g].insert(d);

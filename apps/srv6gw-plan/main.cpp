@@ -23,6 +23,7 @@
 #include "pathalg/loader.hpp"
 #include "pathalg/placement.hpp"
 #include "pathalg/plan.hpp"
+#include "pathalg/segments.hpp"
 
 namespace {
 
@@ -118,7 +119,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   std::string topo_file, flows_file, out_dir, gateway, encap = "encaps", sids = "minimal",
                                                        selection = "flow";
-  bool check_only = false, no_probe = false, quiet = false, drop_down = false;
+  bool check_only = false, no_probe = false, quiet = false, drop_down = false, headers = false;
   unsigned backups = 1, max_paths = 64;
   double max_request_mb = 0;
   std::vector<std::string> changes;
@@ -145,6 +146,9 @@ int main(int argc, char** argv) {
                  "link change A--B=down|up|MEMBERS-UP|GBPSg (repeatable): write the minimal "
                  "Apply of each gateway that changes, as <host>.delta.json");
   app.add_flag("-q,--quiet", quiet, "no summary");
+  app.add_flag("--headers", headers,
+               "with --gateway: one line per segment list instead of JSON: policy, list, "
+               "path id, SIDs, and the outer IPv6+SRH header the gateway prepends (hex)");
 
   auto* gen = app.add_subcommand("generate", "write an example topology");
   std::string kind = "leaf-spine", gen_out;
@@ -289,6 +293,27 @@ int main(int argc, char** argv) {
       unreachable += plan.unreachable.size();
       for (const auto& u : plan.unreachable) {
         summary << "  " << t.node(g).name << ": " << u << "\n";
+      }
+      if (headers && !gateway.empty()) {
+        for (const auto& p : plan.policies) {
+          for (const auto& sl : p.segment_lists) {
+            std::string sid_text, hex;
+            for (const auto& sid : sl.sids) {
+              if (!sid_text.empty()) sid_text += ',';
+              sid_text += net::to_string(sid);
+            }
+            const auto bytes =
+                encap_bytes(t.node(g).gateway.source, sl.sids, p.encap, p.usid, sl.path_id);
+            for (uint8_t byte : bytes.value_or(std::vector<uint8_t>{})) {
+              char two[3];
+              std::snprintf(two, sizeof two, "%02x", byte);
+              hex += two;
+            }
+            std::cout << p.name << ' ' << sl.name << ' ' << sl.path_id << ' ' << sid_text << ' '
+                      << (hex.empty() ? "-" : hex) << '\n';
+          }
+        }
+        continue;
       }
       if (out_dir.empty() && gateway.empty()) continue;
       const PlanDiff d = full(plan);

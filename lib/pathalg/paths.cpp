@@ -2,6 +2,7 @@
 #include "pathalg/paths.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <queue>
 #include <set>
@@ -85,12 +86,23 @@ Bfs bfs_from(const Topology& t, NodeId s) {
 
 struct PathCache::Tables {
   std::mutex mu;
-  std::vector<std::unique_ptr<Bfs>> bfs;  // per source node, lazily
+  // Per source node, computed once under `mu` and published with a release store: readers
+  // of a published table take no lock (the waypoint search asks millions of times).
+  std::vector<std::unique_ptr<Bfs>> bfs;
+  std::unique_ptr<std::atomic<const Bfs*>[]> published;
   std::unordered_map<uint64_t, std::unique_ptr<PathList>> switch_paths;
 
   const Bfs& from(const Topology& t, NodeId s) {
+    if (const Bfs* b = published[s].load(std::memory_order_acquire)) return *b;
     std::lock_guard lock(mu);
-    if (!bfs[s]) bfs[s] = std::make_unique<Bfs>(bfs_from(t, s));
+    return locked_from(t, s);
+  }
+  // With `mu` held.
+  const Bfs& locked_from(const Topology& t, NodeId s) {
+    if (!bfs[s]) {
+      bfs[s] = std::make_unique<Bfs>(bfs_from(t, s));
+      published[s].store(bfs[s].get(), std::memory_order_release);
+    }
     return *bfs[s];
   }
 };
@@ -98,6 +110,8 @@ struct PathCache::Tables {
 PathCache::PathCache(const Topology& t, PathOptions opt)
     : topo_(t), opt_(opt), tables_(std::make_unique<Tables>()) {
   tables_->bfs.resize(t.node_count());
+  tables_->published = std::make_unique<std::atomic<const Bfs*>[]>(t.node_count());
+  for (size_t i = 0; i < t.node_count(); ++i) tables_->published[i].store(nullptr);
 }
 
 PathCache::~PathCache() = default;
@@ -210,9 +224,7 @@ void PathCache::append_between(NodeId src, NodeId dst, PathList& out) const {
         auto& slot = tables_->switch_paths[key];
         if (!slot) {
           slot = std::make_unique<PathList>();
-          if (!tables_->bfs[d.sw])
-            tables_->bfs[d.sw] = std::make_unique<Bfs>(bfs_from(topo_, d.sw));
-          enumerate(topo_, *tables_->bfs[d.sw], s.sw, d.sw, opt_.max_paths, *slot);
+          enumerate(topo_, tables_->locked_from(topo_, d.sw), s.sw, d.sw, opt_.max_paths, *slot);
         }
         fabric = slot.get();
       }
@@ -375,6 +387,73 @@ std::optional<Weighted> dijkstra(const Topology& t, NodeId from, NodeId to,
   return w;
 }
 
+// The cheapest simple path src -> dst with more hops than the shortest (nullopt when the
+// cheapest such walk repeats a node).
+std::optional<Weighted> longer_path(const Topology& t, NodeId src, NodeId dst,
+                                    const std::vector<uint64_t>& link_cost) {
+  std::vector<uint32_t> hops(t.node_count(), UINT32_MAX);
+  std::vector<NodeId> q{src};
+  hops[src] = 0;
+  for (size_t i = 0; i < q.size(); ++i) {
+    const NodeId u = q[i];
+    if (u != src && t.node(u).is_host()) continue;
+    for (const Adjacency& a : t.neighbours(u)) {
+      if (hops[a.neighbour] == UINT32_MAX) {
+        hops[a.neighbour] = hops[u] + 1;
+        q.push_back(a.neighbour);
+      }
+    }
+  }
+  if (hops[dst] == UINT32_MAX) return std::nullopt;
+  const uint32_t layers = hops[dst] + 2;  // layer h = hops so far; the last one "> shortest"
+  const size_t n = t.node_count();
+  auto state = [&](NodeId v, uint32_t h) { return size_t(h) * n + v; };
+  std::vector<uint64_t> dist(n * layers, std::numeric_limits<uint64_t>::max());
+  std::vector<uint32_t> pred(n * layers, UINT32_MAX);
+  std::vector<DirLinkId> via(n * layers, 0);
+  using Item = std::pair<uint64_t, uint32_t>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> pq;
+  dist[state(src, 0)] = 0;
+  pq.push({0, uint32_t(state(src, 0))});
+  const size_t target = state(dst, layers - 1);
+  while (!pq.empty()) {
+    auto [d, st] = pq.top();
+    pq.pop();
+    if (d != dist[st]) continue;
+    if (st == target) break;
+    const NodeId u = NodeId(st % n);
+    const uint32_t h = uint32_t(st / n);
+    if (u == dst || (u != src && t.node(u).is_host())) continue;
+    for (const Adjacency& a : t.neighbours(u)) {
+      const NodeId v = a.neighbour;
+      if (v != dst && t.node(v).is_host()) continue;
+      const uint32_t nh = std::min(h + 1, layers - 1);
+      const size_t ns = state(v, nh);
+      const uint64_t nd = d + link_cost[link_of(a.out)];
+      if (nd < dist[ns]) {
+        dist[ns] = nd;
+        pred[ns] = st;
+        via[ns] = a.out;
+        pq.push({nd, uint32_t(ns)});
+      }
+    }
+  }
+  if (dist[target] == std::numeric_limits<uint64_t>::max()) return std::nullopt;
+  Weighted w;
+  w.cost = dist[target];
+  for (size_t st = target; st != state(src, 0); st = pred[st]) {
+    w.nodes.push_back(NodeId(st % n));
+    w.links.push_back(via[st]);
+  }
+  w.nodes.push_back(src);
+  std::reverse(w.nodes.begin(), w.nodes.end());
+  std::reverse(w.links.begin(), w.links.end());
+  std::vector<NodeId> sorted = w.nodes;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return std::nullopt;
+  return w;
+}
+
 }  // namespace
 
 PathList backup_paths(const Topology& t, NodeId src, NodeId dst, const PathList& primaries,
@@ -393,6 +472,15 @@ PathList backup_paths(const Topology& t, NodeId src, NodeId dst, const PathList&
   for (unsigned b = 0; b < k; ++b) {
     std::vector<uint64_t> cost(t.link_count());
     for (LinkId l = 0; l < t.link_count(); ++l) cost[l] = 1 + penalty * used[l];
+    // Fast path: when the primaries are every shortest path, the best path of at least one
+    // more hop is new. Dijkstra over (node, hops so far capped at shortest + 1); its answer
+    // counts only when it is a simple path not known yet (else Yen below decides).
+    if (auto w = longer_path(t, src, dst, cost); w && !known.count(w->nodes)) {
+      out.add(w->nodes, w->links);
+      known.insert(w->nodes);
+      for (DirLinkId d : w->links) ++used[link_of(d)];
+      continue;
+    }
     // Yen: A = accepted paths in cost order, B = candidates. Stop at the first path not known.
     std::vector<Weighted> accepted;
     std::set<Weighted> candidates;

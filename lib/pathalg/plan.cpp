@@ -107,10 +107,15 @@ std::vector<uint32_t> capacity_weights(const Topology& t, const PathList& paths)
   std::vector<uint32_t> w(paths.size(), 0);
   if (paths.empty()) return w;
   // Links crossed by every path do not tell paths apart: leave them out of the bottleneck.
-  std::unordered_map<DirLinkId, uint32_t> crossings;
+  std::vector<DirLinkId> all;
   for (size_t i = 0; i < paths.size(); ++i) {
-    for (DirLinkId d : paths.links(i)) ++crossings[d];
+    for (DirLinkId d : paths.links(i)) all.push_back(d);
   }
+  std::sort(all.begin(), all.end());
+  auto crossings = [&](DirLinkId d) {
+    const auto r = std::equal_range(all.begin(), all.end(), d);
+    return size_t(r.second - r.first);
+  };
   std::vector<uint64_t> b(paths.size(), 0);
   uint64_t g = 0;
   for (size_t i = 0; i < paths.size(); ++i) {
@@ -118,7 +123,7 @@ std::vector<uint32_t> capacity_weights(const Topology& t, const PathList& paths)
     if (!usable(t, links)) continue;
     uint64_t m = UINT64_MAX;
     for (DirLinkId d : links) {
-      if (crossings[d] == paths.size()) continue;
+      if (crossings(d) == paths.size()) continue;
       m = std::min(m, t.capacity_mbps(d));
     }
     if (m == UINT64_MAX) m = 1;  // every link shared (one path): any equal weight
@@ -219,9 +224,9 @@ struct Builder {
 
   // Slots of the design range one destination takes.
   uint32_t slots(NodeId g, NodeId d) const {
-    PathList p;
-    cache.append_between(g, d, p);
-    return uint32_t(std::min<size_t>(p.size(), opt.max_paths)) + opt.backups;
+    const uint32_t n = cache.shortest_path_count(g, d);
+    return std::min({n, uint32_t(opt.max_paths), uint32_t(cache.options().max_paths)}) +
+           opt.backups;
   }
 
   PathList backups_for(NodeId g, NodeId d, const PathList& primaries) {
@@ -661,6 +666,8 @@ bool Planner::update_links(std::span<const LinkChange> changes, std::vector<Gate
       prior.build_destination(g, d, uint32_t(j + 1), base[j], p, old_plan);
       after.build_destination(g, d, uint32_t(j + 1), base[j], p, new_plan);
     }
+    sort_plan(old_plan);
+    sort_plan(new_plan);
     PlanDiff dd = diff(old_plan, new_plan);
     if (!dd.empty()) out.push_back(GatewayChange{g, std::move(dd)});
   }

@@ -38,8 +38,7 @@ const char* to_string(SelectionMode m) {
 
 std::optional<SelectionMode> parse_selection_mode(std::string_view name) {
   for (auto m : {SelectionMode::flow, SelectionMode::packet, SelectionMode::flowlet,
-                 SelectionMode::selective, SelectionMode::adaptive,
-                 SelectionMode::balanced}) {
+                 SelectionMode::selective, SelectionMode::adaptive, SelectionMode::balanced}) {
     if (name == to_string(m)) return m;
   }
   return std::nullopt;
@@ -89,8 +88,8 @@ bool operator==(const Policy& a, const Policy& b) {
          a.source == b.source && a.encap == b.encap && a.usid.block_bits == b.usid.block_bits &&
          a.usid.usid_bits == b.usid.usid_bits && a.selection == b.selection &&
          a.flowlet_gap_us == b.flowlet_gap_us && a.idle_gap_us == b.idle_gap_us &&
-         a.spray_opcodes == b.spray_opcodes &&
-         a.segment_lists == b.segment_lists && a.probe_sid == b.probe_sid;
+         a.spray_opcodes == b.spray_opcodes && a.segment_lists == b.segment_lists &&
+         a.probe_sid == b.probe_sid;
 }
 
 namespace {
@@ -362,8 +361,7 @@ std::optional<ConfigError> check_policy_impl(const GatewayConfig& cfg, const Pol
     const std::string sp = segment_list_path(p.name, sl.name);
     if (auto why = bad_name(sl.name)) return err(sp + "/name", "segment list name " + *why);
     if (!sl.load_group.empty()) {
-      if (auto why = bad_name(sl.load_group))
-        return err(sp + "/load-group", "load-group " + *why);
+      if (auto why = bad_name(sl.load_group)) return err(sp + "/load-group", "load-group " + *why);
     }
     if (!list_names.insert(sl.name).second) {
       return err(sp, "duplicate segment list name '" + sl.name + "' in policy '" + p.name + "'");

@@ -66,7 +66,7 @@ struct Policy {
   SelectionMode selection = SelectionMode::flow;
   uint32_t flowlet_gap_us = 50;
   uint32_t idle_gap_us = kDefaultIdleGapUs;  // balanced mode
-  std::vector<uint8_t> spray_opcodes;  // selective mode: reorder-safe BTH opcodes
+  std::vector<uint8_t> spray_opcodes;        // selective mode: reorder-safe BTH opcodes
   std::vector<SegmentList> segment_lists;
   // The remote gateway's probe SID (an end-probe local SID there): when set, every segment
   // list is probed with its last SID replaced by this one (docs/probing.md).

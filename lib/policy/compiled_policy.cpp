@@ -179,7 +179,8 @@ uint16_t load_group_index(const std::string& key) {
   static std::unordered_map<std::string, uint16_t> known;
   std::lock_guard lock(mutex);
   if (auto it = known.find(key); it != known.end()) return it->second;
-  if (known.size() >= kMaxLoadGroups) return uint16_t(std::hash<std::string>{}(key) % kMaxLoadGroups);
+  if (known.size() >= kMaxLoadGroups)
+    return uint16_t(std::hash<std::string>{}(key) % kMaxLoadGroups);
   const uint16_t index = uint16_t(known.size());
   known.emplace(key, index);
   return index;

@@ -130,6 +130,7 @@ TEST_F(AgentServer, AppliesABatchAndReadsItBack) {
   expected.mutable_usid_format()->set_block_bits(32);
   expected.mutable_usid_format()->set_usid_bits(16);
   expected.mutable_selection()->set_flowlet_gap_us(50);
+  expected.mutable_selection()->set_idle_gap_us(1000);
   for (auto& sl : *expected.mutable_segment_lists()) sl.set_backup(false);
   {
     grpc::ClientContext ctx;

@@ -43,6 +43,8 @@ from netns_lib import rl  # noqa: E402
 BUILD = os.environ.get("SRV6GW_BUILD") or os.path.join(SRC, "build")
 GW_BIN = os.environ.get("SRV6GW_BIN") or os.path.join(BUILD, "apps", "srv6gw", "srv6gw")
 CTL_BIN = os.environ.get("SRV6GW_CTL") or os.path.join(BUILD, "apps", "srv6gw-ctl", "srv6gw-ctl")
+# balanced mode's idle gap in this fabric (see push_policies): above its worst queueing delay.
+BALANCED_IDLE_GAP_US = 1000000
 GEN_BIN = os.environ.get("ROCE_GEN") or os.path.join(BUILD, "tools", "roce-gen", "roce-gen")
 SINK_BIN = os.environ.get("ROCE_SINK") or os.path.join(BUILD, "tools", "fabric", "roce-sink")
 MARKER_SRC = os.path.join(_HERE, "ecn_marker.bpf.c")
@@ -390,6 +392,11 @@ class Fabric:
         selection = {"mode": f"SELECTION_MODE_{mode.upper()}"}
         if flowlet_gap_us is not None:
             selection["flowlet_gap_us"] = flowlet_gap_us
+        if mode == "balanced":
+            # This fabric runs ~1000x slower than a real one (20 Mbit/s links, queues of up
+            # to 200 ms, a QP sends every few ms): the idle gap scales with it, or every
+            # packet would start a new placement and overtake the queued ones.
+            selection["idle_gap_us"] = BALANCED_IDLE_GAP_US
         a_lists = [(f"s{i}", i, [spine_usid(i), USID_B] if usid else [spine_sid(i), SID_B])
                    for i in spines]
         batches = {

@@ -440,6 +440,7 @@ GatewayConfig everything() {
   p.usid = {48, 24};  // not in force for encaps-red, but kept as configured
   p.selection = SelectionMode::selective;
   p.flowlet_gap_us = 7;
+  p.idle_gap_us = 2500;
   p.spray_opcodes = {8, 7, 0x0a};  // order as given
   p.segment_lists.push_back({"z-first", 32767, 0, true, {v6("2001:db8:1::1")}, ""});
   p.segment_lists.push_back({"a-second",
@@ -447,7 +448,7 @@ GatewayConfig everything() {
                              1000000,
                              false,
                              {v6("2001:db8:2::1"), v6("2001:db8:3::1"), v6("2001:db8:1::1")},
-                             ""});
+                             "uplink-2"});
   c.policies.push_back(p);
 
   Policy u;

@@ -258,6 +258,14 @@ const Case kCases[] = {
        c.policies[0].flowlet_gap_us = 0;
      },
      kP1 + "/selection/flowlet-gap-us", "1..10000000"},
+    {"idle_gap_zero",
+     [](auto& c) {
+       c.policies[0].selection = SelectionMode::balanced;
+       c.policies[0].idle_gap_us = 0;
+     },
+     kP1 + "/selection/idle-gap-us", "1..10000000"},
+    {"bad_load_group", [](auto& c) { c.policies[0].segment_lists[0].load_group = "-spine"; },
+     kP1a + "/load-group", "load-group"},
     {"no_sids", [](auto& c) { c.policies[0].segment_lists[0].sids.clear(); }, kP1a + "/sid",
      "at least one SID"},
     {"seventeen_sids", [](auto& c) { c.policies[0].segment_lists[0] = list_of("a", 1, 17); },
@@ -485,7 +493,7 @@ TEST(Validate, FirstErrorInDocumentOrder) {
 
 TEST(ModelNames, EnumsRoundTripThroughYangNames) {
   for (auto m : {SelectionMode::flow, SelectionMode::packet, SelectionMode::flowlet,
-                 SelectionMode::selective, SelectionMode::adaptive}) {
+                 SelectionMode::selective, SelectionMode::adaptive, SelectionMode::balanced}) {
     EXPECT_EQ(parse_selection_mode(to_string(m)), m);
   }
   for (auto a : {MissAction::pass, MissAction::drop}) EXPECT_EQ(parse_miss_action(to_string(a)), a);

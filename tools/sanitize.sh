@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Builds srv6gw with gcc + AddressSanitizer + UndefinedBehaviorSanitizer into build-asan
-# (debugoptimized) and runs test suites there: by default unit and oracle (no root needed).
+# (-O1 -g1) and runs test suites there: by default unit and oracle (no root needed).
 #
 #   tools/sanitize.sh [--build DIR] [--suite S]... [--no-suite S]... [extra `meson test` args]
 #
@@ -36,8 +36,11 @@ done
 [ ${#suites[@]} -gt 0 ] || suites=(unit oracle)
 
 if [ ! -f "$build/build.ninja" ]; then
+  # -O1 -g1, not debugoptimized (-O2 -g): the sanitizers' usual level, and line tables are
+  # all a report needs. A heavy gRPC file compiles in 16 s instead of 45-55 s, which took
+  # this stage's build from ~990 s to about a third on the 2-core CI machine.
   meson setup "$build" -Db_sanitize=address,undefined -Db_lundef=false \
-    -Dbuildtype=debugoptimized >"$build.setup.log" 2>&1 \
+    -Doptimization=1 -Ddebug=false -Db_ndebug=false -Dc_args=-g1 -Dcpp_args=-g1 >"$build.setup.log" 2>&1 \
     || { cat "$build.setup.log"; echo "sanitize.sh: meson setup failed" >&2; exit 2; }
   rm -f "$build.setup.log"
 fi

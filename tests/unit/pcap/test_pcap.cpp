@@ -198,7 +198,10 @@ TEST_F(PcapTest, TruncatedRecordBodyIsReportedAfterTheGoodPackets) {
   const auto frames = sample_frames();
   auto bytes = make_file(0xa1b2c3d4, false, frames, 1, 2);
   // The last record is 16 + 1 bytes; drop it and the final 10 bytes of the fourth frame.
-  bytes.resize(bytes.size() - 17 - 10);
+  // erase, not resize(size() - 27): gcc 12 at -O1 (the ASan build) cannot prove the size is
+  // at least 27 and flags resize's fill path (-Wstringop-overflow, a false positive).
+  ASSERT_GT(bytes.size(), 17u + 10u);
+  bytes.erase(bytes.end() - 17 - 10, bytes.end());
   write_bytes(path("t.pcap"), bytes);
   std::string err;
   auto reader = Reader::open(path("t.pcap"), err);

@@ -43,3 +43,30 @@ bool run_dpdk_tx(Generator& generator, const TxOptions& options, TxReport& repor
 void request_tx_stop();
 
 }  // namespace srv6gw::rocegen
+
+#include "roce-gen/closed_loop.hpp"
+
+namespace srv6gw::rocegen {
+
+struct ClosedLoopOptions {
+  std::string port;
+  std::string barrier_dir;  // shared by all ranks: DIR/rank<r> holds the phases r finished
+  uint16_t burst = 32;
+  uint32_t mbufs = 4095;
+  double timeout_s = 600;  // give up (report, exit non-zero) after this long
+};
+
+struct ClosedLoopReport {
+  uint64_t rx_packets = 0;
+  double elapsed_s = 0;
+  bool completed = false;  // every phase done (false: stopped or timed out)
+};
+
+// Runs the sender's collective on a DPDK port: paces data frames, feeds received frames
+// (ACK, NAK, CNP) back, and between phases waits at a barrier of files in `barrier_dir`
+// (every rank runs on the same machine: the barrier stands for the collective's own
+// synchronisation, out of band). Times are CLOCK_MONOTONIC ns.
+bool run_closed_loop(ClosedLoopSender& sender, const ClosedLoopOptions& options,
+                     ClosedLoopReport& report, std::string& error);
+
+}  // namespace srv6gw::rocegen

@@ -30,7 +30,8 @@ from fabric_lib import gwlib, rl
 LINE_MBIT = 40.0
 DCQCN_SCALE = 1e-3
 CNP_GAP_US = 50000  # the notification point's 50 us between CNPs per QP, scaled
-RTO_MS = 200        # retransmission timeout: above the worst queueing delay (400 KB at 20 Mbit/s)
+RTO_MS = 1000       # retransmission timeout: above the worst queueing delay (400 KB at 4 Mbit/s:
+#                     0.8 s); NCCL sets an RNIC's to 4.096 us x 2^18 = 1.07 s
 
 
 class CollectiveFabric(ls.LeafSpineFabric):
@@ -38,12 +39,23 @@ class CollectiveFabric(ls.LeafSpineFabric):
                  limit_bytes=400000):
         # Fabric's marker builder reads these four attributes.
         self.mark_bytes, self.limit_bytes, self._markers = mark_bytes, limit_bytes, {}
+        self.traffic = []  # roce-gen / roce-sink processes of the run in progress
         super().__init__(work, spines=spines, hosts_per_leaf=hosts_per_leaf, certs=None)
         self.link_mbit = {}
         self._shaped = set()
         for leaf in ("L1", "L2"):
             for i in range(1, spines + 1):
                 self.shape(leaf, i, link_mbit)
+
+    def cleanup(self):
+        """The traffic processes first (a run cut short leaves ranks waiting at their
+        barrier), then the gateways and namespaces."""
+        while self.traffic:
+            p = self.traffic.pop()
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        super().cleanup()
 
     def tc(self, role, args, check=True):
         return fl.sh(["ip", "netns", "exec", self.ns[role], "tc"] + args.split(), check=check)
@@ -145,6 +157,7 @@ class CollectiveFabric(ls.LeafSpineFabric):
                    "--out", out, "--gw-mac", self.mac(g.name, "host0"), "--rc",
                    "--summary", summary, "--cnp-gap-us", str(CNP_GAP_US), "--bin-ms", "100"]
             p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+            self.traffic.append(p)
             sinks.append({"p": p, "out": out, "summary": summary, "host": g.host})
         for s in sinks:
             deadline = time.monotonic() + 20
@@ -171,9 +184,9 @@ class CollectiveFabric(ls.LeafSpineFabric):
                    "--timeout", str(timeout_s), "--quiet"]
             if not dcqcn:
                 cmd.append("--no-dcqcn")
-            gens.append({"p": subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                                               stderr=subprocess.PIPE, text=True),
-                         "report": report, "host": g.host})
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            self.traffic.append(p)
+            gens.append({"p": p, "report": report, "host": g.host})
         reports = []
         for gen in gens:
             try:
@@ -197,6 +210,7 @@ class CollectiveFabric(ls.LeafSpineFabric):
                 s["p"].wait()
             with open(s["summary"]) as f:
                 sums.append(json.load(f))
+        self.traffic.clear()
         drops1 = self.uplink_drops()
         ends1 = self.spine_end_counters()
         res = summarise(reports, sums, nbytes, iterations)
@@ -259,3 +273,28 @@ def fmt(res):
             f"sent / {s['cnps']} received ({s['rate_cuts']} cuts), CE {k['ce']}, reordered "
             f"{k['late']} ({res['reorder_fraction']:.3%}), drops {res.get('uplink_drops')}, "
             f"spines {res.get('spine_packets')}")
+
+
+def sim_topology(spines=3, hosts_per_leaf=2, link_mbit=20.0, host_mbit=LINE_MBIT):
+    """This fabric for tools/fabricsim (lib/pathalg's topology format): hosts at the paced NIC
+    rate, leaf-spine links at the shaped rate (a pathalg link has one capacity for both
+    directions; here only the leaves' uplinks are shaped, but every spine-to-leaf direction
+    carries only what the other leaf's shaped uplink let through, so the bound is the same)."""
+    sw = [{"name": "L1", "role": "leaf"}, {"name": "L2", "role": "leaf"}] + \
+        [{"name": f"S{i}", "role": "spine", "sid": ls.spine_sid(i)} for i in range(1, spines + 1)]
+    hosts, links = [], []
+    for side, leaf, net in (("A", "L1", 0), ("B", "L2", 1)):
+        for k in range(1, hosts_per_leaf + 1):
+            loc = f"fc00:{side.lower()}:{k}"
+            hosts.append({"name": f"h{side}{k}", "address": f"10.0.{net}.{k}",
+                          "gateway": {"source-address": f"{loc}::1", "locator": f"{loc}::/48",
+                                      "decap-sid": f"{loc}::d4"}})
+            links.append({"a": f"h{side}{k}", "b": leaf, "members": 1,
+                          "member-gbps": str(host_mbit / 1000)})
+    for i in range(1, spines + 1):
+        for leaf in ("L1", "L2"):
+            links.append({"a": leaf, "b": f"S{i}", "members": 1,
+                          "member-gbps": str(link_mbit / 1000)})
+    return {"srv6gw-topology:topology": {
+        "name": f"emulated collective fabric: 2 leaves x {spines} spines x {hosts_per_leaf} hosts",
+        "switches": {"switch": sw}, "hosts": {"host": hosts}, "links": {"link": links}}}

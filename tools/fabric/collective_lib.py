@@ -30,6 +30,8 @@ from fabric_lib import gwlib, rl
 LINE_MBIT = 40.0
 DCQCN_SCALE = 1e-3
 CNP_GAP_US = 50000  # the notification point's 50 us between CNPs per QP, scaled
+WINDOW = 256  # unacknowledged packets per QP: above the bandwidth-delay product when the
+#               loaded machine stretches the RTT to tens of milliseconds
 RTO_MS = 1000       # retransmission timeout: above the worst queueing delay (400 KB at 4 Mbit/s:
 #                     0.8 s); NCCL sets an RNIC's to 4.096 us x 2^18 = 1.07 s
 
@@ -178,7 +180,7 @@ class CollectiveFabric(ls.LeafSpineFabric):
                    "--ranks", ranks, "--rank", str(r), "--bytes", str(nbytes),
                    "--iterations", str(iterations), "--qps-per-peer", str(qps_per_peer),
                    "--line-rate-mbps", str(LINE_MBIT), "--dcqcn-scale", str(DCQCN_SCALE),
-                   "--rto-ms", str(RTO_MS), "--barrier-dir", barrier, "--size", "1024",
+                   "--rto-ms", str(RTO_MS), "--window", str(WINDOW), "--barrier-dir", barrier, "--size", "1024",
                    "--seed", str(seed), "--src-mac", self.mac(g.host, "eth0"),
                    "--dst-mac", self.mac(g.name, "host0"), "--report-json", report,
                    "--timeout", str(timeout_s), "--quiet"]

@@ -180,7 +180,8 @@ class CollectiveFabric(ls.LeafSpineFabric):
                    "--ranks", ranks, "--rank", str(r), "--bytes", str(nbytes),
                    "--iterations", str(iterations), "--qps-per-peer", str(qps_per_peer),
                    "--line-rate-mbps", str(LINE_MBIT), "--dcqcn-scale", str(DCQCN_SCALE),
-                   "--rto-ms", str(RTO_MS), "--window", str(WINDOW), "--barrier-dir", barrier, "--size", "1024",
+                   "--rto-ms", str(RTO_MS), "--window", str(WINDOW),
+                   "--barrier-dir", barrier, "--size", "1024",
                    "--seed", str(seed), "--src-mac", self.mac(g.host, "eth0"),
                    "--dst-mac", self.mac(g.name, "host0"), "--report-json", report,
                    "--timeout", str(timeout_s), "--quiet"]

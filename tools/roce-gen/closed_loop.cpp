@@ -183,9 +183,10 @@ size_t ClosedLoopSender::next_frame(uint64_t now_ns, std::span<uint8_t> out) {
     ++q.nxt;
     q.max_sent = std::max(q.max_sent, q.nxt);
     const double bits = double(len) * 8;
-    q.next_send_ns = std::max(q.next_send_ns, now_ns) + uint64_t(bits * 1e9 / qp_rate(q));
+    const uint64_t floor_ns = now_ns > spec_.pacing_slack_ns ? now_ns - spec_.pacing_slack_ns : 0;
+    q.next_send_ns = std::max(q.next_send_ns, floor_ns) + uint64_t(bits * 1e9 / qp_rate(q));
     nic_next_ns_ =
-        std::max(nic_next_ns_, now_ns) + uint64_t(bits * 1e9 / spec_.dcqcn_params.line_rate_bps);
+        std::max(nic_next_ns_, floor_ns) + uint64_t(bits * 1e9 / spec_.dcqcn_params.line_rate_bps);
     if (q.rp) q.rp->on_sent(len, now_ns);
     ++counters_.data_packets;
     counters_.data_bytes += len;

@@ -45,6 +45,9 @@ struct ClosedLoopSpec {
   uint32_t window_packets = 64;
   uint32_t ack_every = 16;
   uint64_t rto_ns = 100'000'000;
+  // How far pacing may fall behind and catch up in a burst: a sender woken late (a loaded
+  // machine's scheduler) sends what was due since, up to this much, instead of losing it.
+  uint64_t pacing_slack_ns = 5'000'000;
   bool dcqcn = true;  // false: every QP at line rate / (active QPs), no reaction
   DcqcnParams dcqcn_params;
   uint64_t seed = 1;

@@ -5,9 +5,10 @@
 # roce-gen's closed-loop mode (one rank: DCQCN per QP, RC messages, go-back-N) beside roce-sink
 # --rc (ACK/NAK, CNPs on CE).
 #
-#   hA1 ─ gA1 ─┐   L1 ═╤═ up1 ─▶ S1 ─▶ up1 ═╤═ L2   ┌─ gB1 ─ hB1     ═ : HTB + ECN marker,
-#              ├─ L1 ══╪═ up2 ─▶ S2 ─▶ up2 ═╪═ L2 ─┤                    both leaves' uplinks
-#   hA2 ─ gA2 ─┘   L1 ═╧═ up3 ─▶ S3 ─▶ up3 ═╧═ L2   └─ gB2 ─ hB2
+#   hA1 ─ gA1 ─┐                 ┌─ S1 ─┐                 ┌─ gB1 ─ hB1
+#              ├─ L1 ═ up1..3 ═══┼─ S2 ─┼═══ up1..3 ═ L2 ─┤
+#   hA2 ─ gA2 ─┘                 └─ S3 ─┘                 └─ gB2 ─ hB2
+#   ═ : leaf uplinks (L1 -> Si and L2 -> Si), 20 Mbit/s HTB + ECN marker
 #
 # Every gateway has one policy per other host: over the three spines for the far leaf (path
 # ids 16 * host index + spine), straight to the neighbour's End.DX4 for the same leaf; the

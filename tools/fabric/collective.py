@@ -187,7 +187,8 @@ def plot(out_dir, name, results, sim):
             f.write(" ".join(row) + "\n")
     cols = []
     for i, sc in enumerate(scenarios):
-        cols.append(f"'{dat}' using {2 + 3 * i}:{3 + 3 * i}:xtic(1) title '{sc} (median, p99)'")
+        c = 2 + 3 * i  # median, bar from the median up to the p99
+        cols.append(f"'{dat}' using {c}:{c}:{c + 1}:xtic(1) title '{sc} (median, p99)'")
     gp = f"""set terminal pngcairo size 900,420
 set output '{os.path.join(out_dir, name + ".png")}'
 set style data histograms
@@ -215,7 +216,15 @@ def main():
     ap.add_argument("--no-dcqcn", action="store_true")
     ap.add_argument("--out", default=None)
     ap.add_argument("--plot", action="store_true", help="DIR/<name>.png (gnuplot)")
+    ap.add_argument("--replot", metavar="JSON", help="only redraw the plot of a results file")
     args = ap.parse_args()
+    if args.replot:
+        with open(args.replot) as f:
+            d = json.load(f)
+        sim = {(x["scheme"], x["scenario"]): x["cct_s"] for x in d.get("fabricsim", [])}
+        name = os.path.splitext(os.path.basename(args.replot))[0]
+        plot(os.path.dirname(os.path.abspath(args.replot)), name, d["results"], sim)
+        return
     schemes = args.schemes.split(",")
     scenarios = args.scenarios.split(",")
     for s in schemes:

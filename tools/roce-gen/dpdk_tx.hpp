@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// pktgen-style transmission of a roce-gen workload on a DPDK port: frames are built straight
+// pktgen-style transmission of a roce-gen workload on a DPDK port (and, run_closed_loop, one
+// rank of a closed-loop collective): frames are built straight
 // into mbufs (no copy, no per-frame allocation beyond the mbuf itself) and sent in bursts at
 // a target rate in packets or Mbit/s, for a duration or a frame count. The EAL must already
 // be initialised (roce-gen does it when its arguments contain "--").
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "roce-gen/closed_loop.hpp"
 #include "roce-gen/roce_gen.hpp"
 
 namespace srv6gw::rocegen {
@@ -41,12 +43,6 @@ bool run_dpdk_tx(Generator& generator, const TxOptions& options, TxReport& repor
 
 // Async-signal-safe: makes run_dpdk_tx finish after the current burst.
 void request_tx_stop();
-
-}  // namespace srv6gw::rocegen
-
-#include "roce-gen/closed_loop.hpp"
-
-namespace srv6gw::rocegen {
 
 struct ClosedLoopOptions {
   std::string port;

@@ -7,7 +7,10 @@
 #  - the CNPs it answers CE with: opcode 0x81, BECN, DestQP of the CE-marked frame, addresses
 #    swapped, sent to --gw-mac, Not-ECT with DSCP 48, a valid ICRC (computed independently by
 #    roce_lib), and at most one per QP per --cnp-gap-us;
-#  - non-RoCE frames and frames without CE are counted or ignored, never answered.
+#  - non-RoCE frames and frames without CE are counted or ignored, never answered;
+#  - with --rc, the RC responder of roce-gen's closed-loop mode: in-order PSNs acknowledged
+#    on AckReq, one NAK (PSN sequence error, naming the expected PSN) per gap, out-of-order
+#    frames dropped, duplicates acknowledged again, and the totals in --summary.
 # Needs root and network namespaces (exits 77 otherwise).
 import os
 import signal
@@ -120,9 +123,56 @@ def main():
                 problems.append("CNP ICRC invalid")
         if problems:
             rl.fail("\n".join(problems))
+        rc_responder(chain, tx, work)
         rl.log("ok")
     finally:
         chain.cleanup()
+
+
+def rc_responder(chain, tx, work):
+    import json
+    out = os.path.join(work, "rc-bins.txt")
+    summary = os.path.join(work, "rc-summary.json")
+    sink = subprocess.Popen(["ip", "netns", "exec", chain.ns["rx"], SINK, "--iface", "lft0",
+                             "--out", out, "--gw-mac", GW_MAC, "--bin-ms", "50", "--rc",
+                             "--summary", summary], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while not os.path.exists(out):
+        if sink.poll() is not None or time.monotonic() > deadline:
+            rl.fail(f"roce-sink --rc did not start: {sink.stderr.read()}")
+        time.sleep(0.05)
+    time.sleep(0.3)
+    qp = 0x444
+    # PSN 0, 1, 2 (AckReq), 4 and 5 (gap: one NAK for 3, both dropped), 3 (AckReq), 4, 5
+    # (AckReq), then a duplicate 1 (AckReq: acknowledged again with the last in-order PSN).
+    sequence = [(0, 0), (1, 0), (2, 1), (4, 0), (5, 0), (3, 1), (4, 0), (5, 1), (1, 1)]
+    for psn, ackreq in sequence:
+        ip = rl.roce_ip_packet(4, A, B, 0x07, qp, psn,
+                               tos=0x68 | 2, payload_len=256, ackreq=ackreq)
+        tx.send(rl.frame(ip, dst_mac="02:00:00:00:0c:01", src_mac="02:00:00:00:0a:01"))
+        time.sleep(0.01)
+    answers = nl.capture(tx, 5, lambda d: nl.plain_roce_frame(d) and d[14 + 20 + 8] == 0x11,
+                         timeout=3.0)
+    time.sleep(0.2)
+    sink.send_signal(signal.SIGTERM)
+    sink.wait(timeout=10)
+    got = []
+    for a in answers:
+        bth = a[14 + 20 + 8:]
+        got.append((int.from_bytes(bth[9:12], "big"), bth[12]))
+        if int.from_bytes(bth[5:8], "big") != qp or not rl.icrc_valid(
+                a[14:14 + int.from_bytes(a[16:18], "big")]):
+            rl.fail(f"ACK/NAK for the wrong QP or with a bad ICRC: {a.hex()}")
+    # ACK 2, NAK 3 (syndrome 0x60), ACK 3, ACK 5, ACK 5 (the duplicate).
+    want = [(2, 0x1F), (3, 0x60), (3, 0x1F), (5, 0x1F), (5, 0x1F)]
+    with open(summary) as f:
+        tot = json.load(f)
+    rl.log(f"roce-sink --rc answered {got}; summary {tot}")
+    if got != want:
+        rl.fail(f"RC answers {got}, expected {want}")
+    if (tot["acks"], tot["naks"], tot["accepted"], tot["out_of_order_dropped"],
+            tot["duplicates"]) != (4, 1, 6, 2, 1):
+        rl.fail(f"summary {tot}: expected 4 ACKs, 1 NAK, 6 accepted, 2 dropped, 1 duplicate")
 
 
 if __name__ == "__main__":

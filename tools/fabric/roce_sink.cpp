@@ -13,6 +13,13 @@
 // Output: one line per bin to --out (flushed per bin), "t_end frames bytes ce late advance
 // cnps" with t_end in CLOCK_MONOTONIC seconds (Python's time.monotonic()), so a controller
 // can cut phases at its own timestamps. Runs until SIGINT/SIGTERM.
+//
+// With --rc it is also the responder of roce-gen's closed-loop mode, by the RC rules an RNIC
+// applies per QP (keyed by the sender's address and DestQP; PSNs start at 0): the expected
+// PSN is accepted, and acknowledged when the packet asks (AckReq) or ends a message; a PSN
+// beyond it is dropped and answered by one NAK (PSN sequence error, naming the expected
+// PSN) until the expected one arrives; a duplicate is acknowledged again. Bins then have
+// three more columns: acks naks duplicates. --summary writes the totals as JSON at exit.
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <linux/if_packet.h>
@@ -56,15 +63,41 @@ double monotonic_s() {
 struct QpState {
   uint32_t max_psn = 0;
   double last_cnp = -1;
+  uint32_t epsn = 0;  // --rc: the next PSN in order
+  uint32_t msn = 0;   // --rc: messages completed
+  bool nak_sent = false;
 };
 
 struct Bin {
   uint64_t frames = 0, bytes = 0, ce = 0, late = 0, advance = 0, cnps = 0;
+  uint64_t acks = 0, naks = 0, duplicates = 0;
 };
+
+struct Totals {
+  uint64_t frames = 0, ce = 0, late = 0, cnps = 0, acks = 0, naks = 0, duplicates = 0;
+  uint64_t accepted = 0, out_of_order_dropped = 0, messages = 0;
+};
+
+bool ends_message(uint8_t opcode) {
+  // SEND/WRITE last and only (with or without immediate).
+  switch (opcode) {
+    case 0x02:
+    case 0x03:
+    case 0x04:
+    case 0x05:
+    case 0x08:
+    case 0x09:
+    case 0x0a:
+    case 0x0b:
+      return true;
+    default:
+      return false;
+  }
+}
 
 constexpr const char* kUsage =
     "usage: roce-sink --iface DEV --out FILE [--gw-mac MAC] [--no-cnp] [--cnp-gap-us N]\n"
-    "                 [--bin-ms N]\n"
+    "                 [--bin-ms N] [--rc] [--summary FILE]\n"
     "Counts RoCEv2 frames on DEV per bin (frames bytes ce late psn-advance cnps) and answers\n"
     "CE-marked frames with CNPs sent to --gw-mac (default: the frame's source MAC).\n";
 
@@ -76,12 +109,16 @@ int main(int argc, char** argv) {
   bool answer_ce = true;
   double cnp_gap_s = 50e-6;
   double bin_s = 0.1;
+  bool rc = false;
+  std::string summary_path;
   static const option kOptions[] = {{"iface", required_argument, nullptr, 'i'},
                                     {"out", required_argument, nullptr, 'o'},
                                     {"gw-mac", required_argument, nullptr, 'g'},
                                     {"no-cnp", no_argument, nullptr, 'n'},
                                     {"cnp-gap-us", required_argument, nullptr, 'c'},
                                     {"bin-ms", required_argument, nullptr, 'b'},
+                                    {"rc", no_argument, nullptr, 'r'},
+                                    {"summary", required_argument, nullptr, 's'},
                                     {"help", no_argument, nullptr, 'h'},
                                     {nullptr, 0, nullptr, 0}};
   int c;
@@ -107,6 +144,12 @@ int main(int argc, char** argv) {
         bin_s = std::atof(optarg) * 1e-3;
         if (bin_s <= 0) fail("--bin-ms must be positive");
         break;
+      case 'r':
+        rc = true;
+        break;
+      case 's':
+        summary_path = optarg;
+        break;
       case 'h':
         std::fputs(kUsage, stdout);
         return 0;
@@ -131,7 +174,8 @@ int main(int argc, char** argv) {
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
   std::FILE* out = std::fopen(out_path.c_str(), "w");
   if (out == nullptr) fail("cannot create " + out_path);
-  std::fprintf(out, "# t_end frames bytes ce late psn_advance cnps\n");
+  std::fprintf(out, rc ? "# t_end frames bytes ce late psn_advance cnps acks naks duplicates\n"
+                       : "# t_end frames bytes ce late psn_advance cnps\n");
   std::fflush(out);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
@@ -141,9 +185,11 @@ int main(int argc, char** argv) {
   std::array<mmsghdr, kBatch> msgs{};
   std::array<iovec, kBatch> iovs{};
   std::array<sockaddr_ll, kBatch> addrs{};
-  std::unordered_map<uint32_t, QpState> qps;
+  std::unordered_map<uint64_t, QpState> qps;  // key: sender's IPv4 << 24 | DestQP
   std::array<uint8_t, 256> cnp{};
+  std::array<uint8_t, 256> ack{};
   Bin bin;
+  Totals totals;
   double bin_end = monotonic_s() + bin_s;
 
   while (!g_stop) {
@@ -170,14 +216,19 @@ int main(int argc, char** argv) {
         continue;  // not UDP 4791
       }
       const uint8_t* bth = f + udp + 8;
-      if (bth[0] == 0x81) continue;  // a CNP (ours would be outgoing anyway)
+      if (bth[0] == 0x81) continue;        // a CNP (ours would be outgoing anyway)
+      if (rc && bth[0] == 0x11) continue;  // an ACK/NAK for this host's own sender
       const uint32_t qp = uint32_t(bth[5]) << 16 | uint32_t(bth[6]) << 8 | bth[7];
       const uint32_t psn = uint32_t(bth[9]) << 16 | uint32_t(bth[10]) << 8 | bth[11];
       const bool ce = (f[15] & 3) == 3;
       ++bin.frames;
       bin.bytes += len;
       bin.ce += ce;
-      auto [it, fresh] = qps.try_emplace(qp);
+      ++totals.frames;
+      totals.ce += ce;
+      uint32_t src_ip = 0;
+      std::memcpy(&src_ip, f + 14 + 12, 4);
+      auto [it, fresh] = qps.try_emplace(uint64_t(ntohl(src_ip)) << 24 | qp);
       QpState& q = it->second;
       if (fresh) {
         q.max_psn = psn;
@@ -189,10 +240,11 @@ int main(int argc, char** argv) {
           q.max_psn = psn;
         } else {
           ++bin.late;
+          ++totals.late;
         }
       }
-      if (ce && answer_ce && now - q.last_cnp >= cnp_gap_s) {
-        q.last_cnp = now;
+      // The reverse flow (our address to the sender's), for CNPs and ACKs.
+      const auto reverse = [&]() {
         rocegen::FlowAddress flow;
         std::memcpy(flow.src_mac.bytes.data(), f, 6);  // we answer from the address hit
         if (gw_mac) {
@@ -201,27 +253,90 @@ int main(int argc, char** argv) {
           std::memcpy(flow.dst_mac.bytes.data(), f + 6, 6);
         }
         net::Ipv4Addr src{}, dst{};
-        std::memcpy(src.bytes.data(), f + 14 + 16, 4);  // our address: the frame's dst
+        std::memcpy(src.bytes.data(), f + 14 + 16, 4);
         std::memcpy(dst.bytes.data(), f + 14 + 12, 4);
         flow.src = net::IpAddr::v4(src);
         flow.dst = net::IpAddr::v4(dst);
-        flow.dscp = 48;
         flow.ecn = 0;
         flow.udp_sport = uint16_t(f[udp] << 8 | f[udp + 1]);
+        return flow;
+      };
+      if (rc) {
+        const uint32_t psn = uint32_t(bth[9]) << 16 | uint32_t(bth[10]) << 8 | bth[11];
+        const uint32_t ahead = (psn - q.epsn) & 0xffffff;
+        const bool ack_req = (bth[8] & 0x80) != 0;
+        bool send_ack = false, send_nak = false;
+        uint32_t ack_psn = 0;
+        if (ahead == 0) {
+          q.epsn = (q.epsn + 1) & 0xffffff;
+          q.nak_sent = false;
+          ++totals.accepted;
+          if (ends_message(bth[0])) {
+            q.msn = (q.msn + 1) & 0xffffff;
+            ++totals.messages;
+          }
+          send_ack = ack_req || ends_message(bth[0]);
+          ack_psn = psn;
+        } else if (ahead < 0x800000) {
+          ++totals.out_of_order_dropped;
+          if (!q.nak_sent) {
+            q.nak_sent = true;
+            send_nak = true;
+          }
+        } else {
+          ++bin.duplicates;
+          ++totals.duplicates;
+          send_ack = ack_req || ends_message(bth[0]);
+          ack_psn = (q.epsn - 1) & 0xffffff;
+        }
+        if (send_ack || send_nak) {
+          rocegen::FlowAddress flow = reverse();
+          flow.dscp = uint8_t(f[15] >> 2);  // the data's class
+          rocegen::RoceFields fields;
+          fields.opcode = rocegen::Opcode::ack;
+          fields.dest_qp = qp;
+          fields.psn = send_nak ? q.epsn : ack_psn;
+          fields.aeth.syndrome = send_nak ? 0x60 : 0x1f;
+          fields.aeth.msn = q.msn;
+          const size_t alen = rocegen::build_roce_frame(flow, fields, ack);
+          if (alen > 0 && send(fd, ack.data(), alen, MSG_DONTWAIT) == ssize_t(alen)) {
+            if (send_nak) {
+              ++bin.naks;
+              ++totals.naks;
+            } else {
+              ++bin.acks;
+              ++totals.acks;
+            }
+          }
+        }
+      }
+      if (ce && answer_ce && now - q.last_cnp >= cnp_gap_s) {
+        q.last_cnp = now;
+        rocegen::FlowAddress flow = reverse();
+        flow.dscp = 48;
         rocegen::RoceFields fields;
         fields.opcode = rocegen::Opcode::cnp;
         fields.becn = true;
         fields.dest_qp = qp;
         const size_t clen = rocegen::build_roce_frame(flow, fields, cnp);
-        if (clen > 0 && send(fd, cnp.data(), clen, MSG_DONTWAIT) == ssize_t(clen)) ++bin.cnps;
+        if (clen > 0 && send(fd, cnp.data(), clen, MSG_DONTWAIT) == ssize_t(clen)) {
+          ++bin.cnps;
+          ++totals.cnps;
+        }
       }
     }
     if (now >= bin_end) {
       std::fprintf(
-          out, "%.6f %llu %llu %llu %llu %llu %llu\n", bin_end,
+          out, "%.6f %llu %llu %llu %llu %llu %llu", bin_end,
           static_cast<unsigned long long>(bin.frames), static_cast<unsigned long long>(bin.bytes),
           static_cast<unsigned long long>(bin.ce), static_cast<unsigned long long>(bin.late),
           static_cast<unsigned long long>(bin.advance), static_cast<unsigned long long>(bin.cnps));
+      if (rc) {
+        std::fprintf(out, " %llu %llu %llu", static_cast<unsigned long long>(bin.acks),
+                     static_cast<unsigned long long>(bin.naks),
+                     static_cast<unsigned long long>(bin.duplicates));
+      }
+      std::fputc('\n', out);
       std::fflush(out);
       bin = Bin{};
       bin_end += bin_s;
@@ -229,5 +344,18 @@ int main(int argc, char** argv) {
     }
   }
   std::fclose(out);
+  if (!summary_path.empty()) {
+    std::FILE* sf = std::fopen(summary_path.c_str(), "w");
+    if (sf == nullptr) fail("cannot create " + summary_path);
+    const auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+    std::fprintf(sf,
+                 "{\"frames\": %llu, \"ce\": %llu, \"late\": %llu, \"cnps\": %llu, "
+                 "\"acks\": %llu, \"naks\": %llu, \"duplicates\": %llu, \"accepted\": %llu, "
+                 "\"out_of_order_dropped\": %llu, \"messages\": %llu, \"qps\": %zu}\n",
+                 u(totals.frames), u(totals.ce), u(totals.late), u(totals.cnps), u(totals.acks),
+                 u(totals.naks), u(totals.duplicates), u(totals.accepted),
+                 u(totals.out_of_order_dropped), u(totals.messages), qps.size());
+    std::fclose(sf);
+  }
   return 0;
 }

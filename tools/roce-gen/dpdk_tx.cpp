@@ -18,9 +18,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace srv6gw::rocegen {
@@ -205,6 +207,159 @@ bool run_dpdk_tx(Generator& gen, const TxOptions& o, TxReport& report, std::stri
     report.achieved_mbps = double(report.sent_bytes) * 8 / report.elapsed_s / 1e6;
   }
   return true;
+}
+
+namespace {
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+// DIR/rank<r>: the number of phases rank r finished, written whole (rename) so that a
+// reader never sees half a number.
+bool write_barrier(const std::string& dir, uint32_t rank, uint32_t phases) {
+  const std::string path = dir + "/rank" + std::to_string(rank);
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return false;
+  std::fprintf(f, "%u\n", phases);
+  if (std::fclose(f) != 0) return false;
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+bool all_reached(const std::string& dir, uint32_t ranks, uint32_t phases) {
+  for (uint32_t r = 0; r < ranks; ++r) {
+    std::FILE* f = std::fopen((dir + "/rank" + std::to_string(r)).c_str(), "r");
+    if (f == nullptr) return false;
+    unsigned v = 0;
+    const bool ok = std::fscanf(f, "%u", &v) == 1;
+    std::fclose(f);
+    if (!ok || v < phases) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool run_closed_loop(ClosedLoopSender& sender, const ClosedLoopOptions& o, ClosedLoopReport& report,
+                     std::string& error) {
+  report = ClosedLoopReport{};
+  if (o.burst == 0 || o.burst > kMaxBurst) {
+    error = "--burst: must be 1.." + std::to_string(kMaxBurst);
+    return false;
+  }
+  if (o.barrier_dir.empty()) {
+    error = "--barrier-dir is required for a collective";
+    return false;
+  }
+  uint16_t port = 0;
+  if (!resolve(o.port, port, error)) return false;
+  const int socket = std::max(0, rte_eth_dev_socket_id(port));
+  const uint32_t pool_size = std::max<uint32_t>(o.mbufs, 2u * o.burst + 1024u);
+  rte_mempool* pool = rte_pktmbuf_pool_create("rocegen_cl", pool_size, 256, 0, kDataRoom, socket);
+  if (pool == nullptr) {
+    error = "mbuf pool: " + errstr(rte_errno) + " (raise -m or lower --mbufs)";
+    return false;
+  }
+  TxOptions tx;
+  tx.port = o.port;
+  if (!setup_port(port, tx, pool, error)) {
+    rte_mempool_free(pool);
+    return false;
+  }
+  const uint32_t ranks = uint32_t(sender.spec().ranks.size());
+  const uint32_t rank = sender.spec().rank;
+  const uint64_t start = monotonic_ns();
+  const uint64_t deadline = start + uint64_t(o.timeout_s * 1e9);
+  rte_mbuf* pending[kMaxBurst];
+  uint16_t pending_count = 0, pending_first = 0;
+  rte_mbuf* rx[32];
+  bool waiting = true;
+  uint64_t next_check = 0;
+  if (!write_barrier(o.barrier_dir, rank, 0)) {
+    error = "cannot write the barrier file in " + o.barrier_dir;
+    rte_eth_dev_stop(port);
+    rte_eth_dev_close(port);
+    rte_mempool_free(pool);
+    return false;
+  }
+  while (!g_stop.load(std::memory_order_relaxed)) {
+    uint64_t now = monotonic_ns();
+    if (now >= deadline) break;
+    const uint16_t got = rte_eth_rx_burst(port, 0, rx, 32);
+    for (uint16_t i = 0; i < got; ++i) {
+      sender.on_frame({rte_pktmbuf_mtod(rx[i], const uint8_t*), rx[i]->data_len}, now);
+    }
+    if (got > 0) {
+      report.rx_packets += got;
+      rte_pktmbuf_free_bulk(rx, got);
+    }
+    if (waiting) {
+      if (now >= next_check) {
+        next_check = now + 200'000;
+        if (all_reached(o.barrier_dir, ranks, sender.phase())) {
+          waiting = false;
+          if (sender.finished()) {
+            report.completed = true;
+            break;
+          }
+          sender.start_phase(now);
+        }
+      }
+    } else {
+      sender.poll(now);
+      if (pending_count == pending_first) {
+        pending_count = pending_first = 0;
+        while (pending_count < o.burst) {
+          rte_mbuf* m = rte_pktmbuf_alloc(pool);
+          if (m == nullptr) break;
+          const std::span<uint8_t> room(rte_pktmbuf_mtod(m, uint8_t*),
+                                        rte_pktmbuf_tailroom(m) + m->data_len);
+          const size_t len = sender.next_frame(now, room);
+          if (len == 0) {
+            rte_pktmbuf_free(m);
+            break;
+          }
+          m->data_len = uint16_t(len);
+          m->pkt_len = uint32_t(len);
+          pending[pending_count++] = m;
+        }
+      }
+      if (pending_count > pending_first) {
+        const uint16_t sent = rte_eth_tx_burst(port, 0, pending + pending_first,
+                                               uint16_t(pending_count - pending_first));
+        pending_first = uint16_t(pending_first + sent);
+      }
+      if (sender.phase_done(now)) {
+        sender.next_phase();
+        if (!write_barrier(o.barrier_dir, rank, sender.phase())) {
+          error = "cannot write the barrier file in " + o.barrier_dir;
+          break;
+        }
+        waiting = true;
+        next_check = 0;
+        if (sender.finished()) {
+          report.completed = true;
+          break;
+        }
+      }
+    }
+    if (pending_count == pending_first) {
+      now = monotonic_ns();
+      // ACKs, NAKs and CNPs wait in the RX ring while we sleep: never more than 200 us.
+      uint64_t wake = now + 200'000;
+      if (!waiting) wake = std::min(wake, sender.next_event_ns(now));
+      if (wake > now + 50'000) sleep_ns(wake - now - 20'000);
+    }
+  }
+  for (uint16_t i = pending_first; i < pending_count; ++i) rte_pktmbuf_free(pending[i]);
+  rte_eth_dev_stop(port);
+  rte_eth_dev_close(port);
+  rte_mempool_free(pool);
+  report.elapsed_s = double(monotonic_ns() - start) / 1e9;
+  return error.empty();
 }
 
 }  // namespace srv6gw::rocegen

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// pktgen-style transmission of a roce-gen workload on a DPDK port: frames are built straight
+// pktgen-style transmission of a roce-gen workload on a DPDK port (and, run_closed_loop, one
+// rank of a closed-loop collective): frames are built straight
 // into mbufs (no copy, no per-frame allocation beyond the mbuf itself) and sent in bursts at
 // a target rate in packets or Mbit/s, for a duration or a frame count. The EAL must already
 // be initialised (roce-gen does it when its arguments contain "--").
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "roce-gen/closed_loop.hpp"
 #include "roce-gen/roce_gen.hpp"
 
 namespace srv6gw::rocegen {
@@ -41,5 +43,26 @@ bool run_dpdk_tx(Generator& generator, const TxOptions& options, TxReport& repor
 
 // Async-signal-safe: makes run_dpdk_tx finish after the current burst.
 void request_tx_stop();
+
+struct ClosedLoopOptions {
+  std::string port;
+  std::string barrier_dir;  // shared by all ranks: DIR/rank<r> holds the phases r finished
+  uint16_t burst = 32;
+  uint32_t mbufs = 4095;
+  double timeout_s = 600;  // give up (report, exit non-zero) after this long
+};
+
+struct ClosedLoopReport {
+  uint64_t rx_packets = 0;
+  double elapsed_s = 0;
+  bool completed = false;  // every phase done (false: stopped or timed out)
+};
+
+// Runs the sender's collective on a DPDK port: paces data frames, feeds received frames
+// (ACK, NAK, CNP) back, and between phases waits at a barrier of files in `barrier_dir`
+// (every rank runs on the same machine: the barrier stands for the collective's own
+// synchronisation, out of band). Times are CLOCK_MONOTONIC ns.
+bool run_closed_loop(ClosedLoopSender& sender, const ClosedLoopOptions& options,
+                     ClosedLoopReport& report, std::string& error);
 
 }  // namespace srv6gw::rocegen

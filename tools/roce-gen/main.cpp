@@ -143,6 +143,64 @@ int transmit(rocegen::Generator& gen, const rocegen::TxOptions& tx, const std::s
   return 0;
 }
 
+// Closed-loop mode: one rank of a collective (closed_loop.hpp). The report has every
+// phase's start and done times (CLOCK_MONOTONIC ns) and the transport's counters.
+int run_collective(rocegen::ClosedLoopSender& sender, const rocegen::ClosedLoopOptions& o,
+                   const std::string& report_json, bool quiet) {
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  rocegen::ClosedLoopReport r;
+  std::string error;
+  const bool ok = rocegen::run_closed_loop(sender, o, r, error);
+  if (!ok && r.elapsed_s == 0) fail(error);
+  const rocegen::ClosedLoopCounters& c = sender.counters();
+  if (!quiet) {
+    std::printf(
+        "roce-gen: rank %u: %s after %.3f s, phases %u of %u; data %llu packets "
+        "(%llu retransmitted), acks %llu, naks %llu, timeouts %llu, cnps %llu, rate cuts %llu\n",
+        sender.spec().rank, r.completed ? "done" : "NOT done", r.elapsed_s, sender.phase(),
+        sender.total_phases(), static_cast<unsigned long long>(c.data_packets),
+        static_cast<unsigned long long>(c.retransmitted), static_cast<unsigned long long>(c.acks),
+        static_cast<unsigned long long>(c.naks), static_cast<unsigned long long>(c.timeouts),
+        static_cast<unsigned long long>(c.cnps), static_cast<unsigned long long>(c.rate_cuts));
+  }
+  if (!report_json.empty()) {
+    std::ofstream out(report_json, std::ios::trunc);
+    const auto u = [](uint64_t v) { return std::to_string(v); };
+    out << "{\"rank\": " << sender.spec().rank
+        << ", \"completed\": " << (r.completed ? "true" : "false")
+        << ", \"elapsed_s\": " << r.elapsed_s
+        << ", \"phases_per_iteration\": " << sender.phases_per_iteration()
+        << ", \"phases_done\": " << sender.phase() << ", \"rx_packets\": " << u(r.rx_packets)
+        << ", \"data_packets\": " << u(c.data_packets) << ", \"data_bytes\": " << u(c.data_bytes)
+        << ", \"retransmitted\": " << u(c.retransmitted) << ", \"acks\": " << u(c.acks)
+        << ", \"naks\": " << u(c.naks) << ", \"nak_go_backs\": " << u(c.nak_go_backs)
+        << ", \"timeouts\": " << u(c.timeouts) << ", \"cnps\": " << u(c.cnps)
+        << ", \"rate_cuts\": " << u(c.rate_cuts) << ", \"messages_done\": " << u(c.messages_done)
+        << ", \"bytes_done\": " << u(c.bytes_done) << ", \"phases\": [";
+    const auto& t = sender.timings();
+    for (size_t i = 0; i < t.size(); ++i) {
+      out << (i ? ", " : "") << "[" << u(t[i].start_ns) << ", " << u(t[i].done_ns) << "]";
+    }
+    out << "], \"qps\": [";
+    const auto views = sender.qp_views();
+    for (size_t i = 0; i < views.size(); ++i) {
+      char line[160];
+      std::snprintf(line, sizeof line,
+                    "%s{\"peer\": %u, \"dest_qp\": %u, \"rate_bps\": %.0f, \"alpha\": %.4f, "
+                    "\"cnps\": %llu}",
+                    i ? ", " : "", views[i].peer, views[i].dest_qp, views[i].rate_bps,
+                    views[i].alpha, static_cast<unsigned long long>(views[i].cnps));
+      out << line;
+    }
+    out << "]}\n";
+    out.close();
+    if (!out) fail("cannot write " + report_json);
+  }
+  if (!ok) fail(error);
+  return r.completed ? 0 : 3;
+}
+
 std::string csv_line(uint64_t index, const rocegen::FrameInfo& f) {
   const bool roce = f.kind == rocegen::FrameKind::roce;
   char line[256];
@@ -208,6 +266,47 @@ int main(int argc, char** argv) {
   app.add_option("--report-json", report_json, "write the transmit report as JSON")
       ->type_name("FILE")
       ->group(tx_group);
+
+  // Closed loop (a collective with DCQCN and go-back-N): given --collective.
+  const std::string cl_group = "Closed-loop collective (transmit mode, --collective given)";
+  rocegen::ClosedLoopSpec cl;
+  rocegen::ClosedLoopOptions clo;
+  std::string collective;
+  std::string ranks_text;
+  double line_rate_mbps = 40, dcqcn_scale = 1e-3, rto_ms = 100;
+  bool no_dcqcn = false;
+  app.add_option("--collective", collective, "alltoall or allreduce (ring): closed-loop mode")
+      ->check(CLI::IsMember({"alltoall", "allreduce"}))
+      ->group(cl_group);
+  app.add_option("--ranks", ranks_text, "every rank's IPv4 address, comma-separated, in order")
+      ->type_name("LIST")
+      ->group(cl_group);
+  add_number(app, "--rank", cl.rank, 1023, "this sender's index in --ranks")->group(cl_group);
+  add_number(app, "--bytes", cl.bytes, 1ull << 40, "collective size per rank (default 1 MiB)")
+      ->group(cl_group);
+  add_number(app, "--iterations", cl.iterations, 1u << 20, "repetitions (default 1)")
+      ->group(cl_group);
+  add_number(app, "--qps-per-peer", cl.qps_per_peer, 256, "QPs per peer (default 1)")
+      ->group(cl_group);
+  add_seconds(app, "--line-rate-mbps", line_rate_mbps, "the NIC's rate, R_line (default 40)")
+      ->group(cl_group);
+  add_seconds(app, "--dcqcn-scale", dcqcn_scale,
+              "DCQCN: the paper's rates times this, its times divided by it (default 0.001)")
+      ->group(cl_group);
+  app.add_flag("--no-dcqcn", no_dcqcn, "no rate control: every QP at line rate")->group(cl_group);
+  add_number(app, "--window", cl.window_packets, 1u << 20,
+             "unacknowledged packets per QP at most (default 64)")
+      ->group(cl_group);
+  add_number(app, "--ack-every", cl.ack_every, 1u << 20,
+             "AckReq every N packets, and on each message's last (default 16)")
+      ->group(cl_group);
+  add_seconds(app, "--rto-ms", rto_ms, "go back N after this long without progress (100)")
+      ->group(cl_group);
+  app.add_option("--barrier-dir", clo.barrier_dir, "directory shared by all ranks (barrier)")
+      ->type_name("DIR")
+      ->group(cl_group);
+  add_seconds(app, "--timeout", clo.timeout_s, "give up after this many seconds (600)")
+      ->group(cl_group);
 
   app.add_option("-o,--output", output, "pcap file to write (required)")->type_name("FILE");
   app.add_option("--manifest", manifest, "also write a CSV line per frame: what it is meant to be")
@@ -312,6 +411,39 @@ int main(int argc, char** argv) {
   const bool count_given = count->count() > 0;
   if (dpdk_mode) {
     if (tx.port.empty()) fail("--tx-port is required in transmit mode (EAL arguments given)");
+    if (!collective.empty()) {
+      cl.collective = collective == "allreduce" ? rocegen::Collective::allreduce
+                                                : rocegen::Collective::alltoall;
+      size_t pos = 0;
+      while (pos <= ranks_text.size() && !ranks_text.empty()) {
+        const size_t comma = std::min(ranks_text.find(',', pos), ranks_text.size());
+        const std::string item = ranks_text.substr(pos, comma - pos);
+        auto ip = net::parse_ip(item);
+        if (!ip || ip->family != net::Family::ipv4) fail("--ranks: '" + item + "' is not IPv4");
+        cl.ranks.push_back(ip->as_v4());
+        pos = comma + 1;
+      }
+      cl.src_mac = spec.src_mac;
+      cl.dst_mac = spec.dst_mac;
+      cl.dscp = spec.dscp;
+      cl.ecn = spec.ecn;
+      cl.seed = spec.seed;
+      cl.dest_qp_base = spec.dest_qp_base;
+      if (!spec.sizes.empty()) cl.frame_len = spec.sizes.front().frame_len;
+      cl.dcqcn = !no_dcqcn;
+      if (!(line_rate_mbps > 0)) fail("--line-rate-mbps must be positive");
+      if (!(dcqcn_scale > 0)) fail("--dcqcn-scale must be positive");
+      cl.dcqcn_params = rocegen::DcqcnParams::paper_scaled(line_rate_mbps * 1e6, dcqcn_scale);
+      cl.rto_ns = uint64_t(rto_ms * 1e6);
+      auto sender = rocegen::ClosedLoopSender::create(cl, error);
+      if (!sender) fail("--" + error);
+      clo.port = tx.port;
+      clo.burst = tx.burst;
+      clo.mbufs = tx.mbufs;
+      const int rc = run_collective(*sender, clo, report_json, quiet);
+      rte_eal_cleanup();
+      return rc;
+    }
     if (!output.empty() || !manifest.empty()) {
       fail("--output/--manifest and transmit mode (EAL arguments) are exclusive");
     }

@@ -50,13 +50,19 @@ struct BalancedEntry {
   uint32_t tag = 0;  // lineage << 8 | path; 0 = empty
 };
 inline constexpr uint64_t kStampTscMask = (uint64_t(1) << 48) - 1;
+// 4-way sets of one cache line, 4096 of them: 256 KB per worker, the flowlet table's size.
+// The table had 16384 sets (1 MB) before: with the same flows in use it touches as many
+// lines but over four times the pages, and pipeline-bench measured it ~1.5 ns/packet slower
+// (docs/selection.md). A flow has two candidate sets (two-choice hashing) and a full pair of
+// sets makes room by moving one of their flows to its other set, so 10k flows (0.61 of the
+// 16384 ways) place without overflow.
 inline constexpr unsigned kBalancedWays = 4;
 struct alignas(64) BalancedSet {
   BalancedEntry way[kBalancedWays];
 };
-inline constexpr unsigned kBalancedSetBits = 14;
+inline constexpr unsigned kBalancedSetBits = 12;
 inline constexpr unsigned kBalancedSets = 1u << kBalancedSetBits;
-inline constexpr unsigned kBalancedEntries = kBalancedSets * kBalancedWays;  // 65536 (1 MB)
+inline constexpr unsigned kBalancedEntries = kBalancedSets * kBalancedWays;  // 16384 (256 KB)
 static_assert(kBalancedEntries <= 65536, "entry indices are 16 bits");
 
 // balanced mode: one load group's load as seen by one worker.
@@ -82,6 +88,9 @@ struct SelectorState {
   std::unique_ptr<GroupLoad[]> groups;      // [kMaxLoadGroups]
   std::unique_ptr<uint16_t[]> occupied;     // [kBalancedEntries], first n_occupied valid
   std::unique_ptr<uint16_t[]> position;     // [kBalancedEntries] entry -> index in occupied
+  // [kBalancedSets] occupied entries whose first candidate set is this one but that live in
+  // their second: 0 (the usual case) = a flow absent from its first set is absent.
+  std::unique_ptr<uint16_t[]> spilled;
   uint32_t n_occupied = 0;
   uint32_t sweep_cursor = 0;
   uint64_t balanced_overflow = 0;  // flows placed by hash: their set was full of active flows
@@ -93,7 +102,8 @@ struct SelectorState {
         balanced(new BalancedSet[kBalancedSets]()),
         groups(new GroupLoad[kMaxLoadGroups]()),
         occupied(new uint16_t[kBalancedEntries]()),
-        position(new uint16_t[kBalancedEntries]()) {}
+        position(new uint16_t[kBalancedEntries]()),
+        spilled(new uint16_t[kBalancedSets]()) {}
 };
 
 // murmur3 finaliser: spreads the CRC's bits so the top bits index the bucket table.
@@ -187,16 +197,31 @@ inline uint8_t select_flowlet(const CompiledPolicy& p, SwrrState& s, FlowletSet*
 // flow stops counting within n_occupied / kBalancedSweep placements.
 inline constexpr unsigned kBalancedSweep = 16;
 
+inline uint32_t balanced_first_set(uint32_t hash) {
+  return hash & (kBalancedSets - 1);
+}
+inline uint32_t balanced_second_set(uint32_t hash) {
+  return (hash >> kBalancedSetBits) & (kBalancedSets - 1);
+}
+
 inline BalancedEntry& balanced_entry(SelectorState& st, uint32_t index) {
   return st.balanced[index / kBalancedWays].way[index % kBalancedWays];
 }
 
-// Takes entry `index` out: its group stops counting it, it leaves the occupied list.
-[[gnu::cold]] inline void balanced_release(SelectorState& st, uint32_t index) {
-  BalancedEntry& e = balanced_entry(st, index);
+// The flow in occupied entry `index` stops counting: its group's active flows, and the
+// spill count of its first set when it lives in its second. The entry stays listed.
+inline void balanced_uncount(SelectorState& st, uint32_t index) {
+  const BalancedEntry& e = balanced_entry(st, index);
   GroupLoad& g = st.groups[e.stamp >> 48];
   if (g.active != 0) --g.active;
-  e.tag = 0;
+  const uint32_t first = balanced_first_set(e.flow_hash);
+  if (index / kBalancedWays != first) --st.spilled[first];
+}
+
+// Takes entry `index` out: it stops counting and leaves the occupied list.
+[[gnu::cold]] inline void balanced_release(SelectorState& st, uint32_t index) {
+  balanced_uncount(st, index);
+  balanced_entry(st, index).tag = 0;
   const uint32_t pos = st.position[index];
   const uint16_t last = st.occupied[--st.n_occupied];
   st.occupied[pos] = last;
@@ -224,19 +249,28 @@ inline uint64_t recent_bytes(GroupLoad& g, uint64_t now, uint64_t window) {
 // the smallest (2 x active + 1) / weight: sequential placement then keeps every list within
 // half a flow of its exact share in the usual cases (the D'Hondt rule, (active + 1) /
 // weight, drifts a full flow with weights 3:2:1). Ties go to the fewer recent bytes per
-// weight (so flows of unequal rate alternate instead of stacking), then to the first member.
+// weight (so flows of unequal rate alternate instead of stacking), then to the first member
+// counted from a start that the flow's hash chooses. A fixed start (the first list) made
+// every gateway of a fabric send the same flows over the same first hop: collectives walk
+// their peers in one order (NCCL: src+1, src+2, ...), so each source's k-th flow to another
+// leaf, always to the same position in that leaf, took the k-th spine, and all flows into
+// a host crossed one spine->leaf downlink (docs/fabricsim.md). The hash covers the source
+// address, so the sources' choices among equally loaded lists are independent.
 [[gnu::noinline]] inline unsigned balanced_pick(const CompiledPolicy& p, SelectorState& st,
-                                                uint64_t now) {
+                                                uint32_t hash, uint64_t now) {
   using u128 = unsigned __int128;
   const uint64_t window = p.idle_gap_tsc ? p.idle_gap_tsc : 1;
-  unsigned best = 0;
+  const unsigned n = p.active_count;
+  // The top 8 bits (the candidate sets use the low 24) scaled onto [0, n).
+  unsigned i = unsigned((uint64_t(hash >> 24) * n) >> 8);
+  unsigned best = i;
   uint64_t best_flows = 0, best_bytes = 0, best_weight = 1;
-  for (unsigned i = 0; i < p.active_count; ++i) {
+  for (unsigned k = 0; k < n; ++k, i = i + 1 == n ? 0 : i + 1) {
     GroupLoad& g = st.groups[p.load_group[p.active[i]]];
     const uint64_t flows = 2 * uint64_t(g.active) + 1;
     const uint64_t bytes = recent_bytes(g, now, window);
     const uint64_t weight = uint64_t(p.swrr_weight[i]);
-    if (i != 0) {
+    if (k != 0) {
       // a/wa < b/wb  <=>  a*wb < b*wa (weights > 0 in the active set)
       const u128 f_new = u128(flows) * best_weight, f_best = u128(best_flows) * weight;
       const u128 b_new = u128(bytes) * best_weight, b_best = u128(best_bytes) * weight;
@@ -253,10 +287,17 @@ inline uint64_t recent_bytes(GroupLoad& g, uint64_t now, uint64_t window) {
   return best;
 }
 
-// Places a flow that has no live entry: releases a few idle flows first, picks the least
-// loaded list, records the flow in `e` (an empty or idle way of its set, already released).
+// Places flow `hash` in entry `index` (empty, or occupied by an idle flow or by this flow's
+// own stale entry, which is reused in place: it keeps its place in the occupied list).
+// Releases a few idle flows first, then picks the least loaded list.
 [[gnu::noinline]] inline uint8_t balanced_place(const CompiledPolicy& p, SelectorState& st,
                                                 uint32_t index, uint32_t hash, uint64_t now) {
+  BalancedEntry& e = balanced_entry(st, index);
+  const bool listed = e.tag != 0;
+  if (listed) {
+    balanced_uncount(st, index);
+    e.stamp = (e.stamp & ~kStampTscMask) | (now & kStampTscMask);  // the sweep passes it by
+  }
   for (unsigned k = 0; k < kBalancedSweep && st.n_occupied != 0; ++k) {
     if (st.sweep_cursor >= st.n_occupied) st.sweep_cursor = 0;
     const uint32_t candidate = st.occupied[st.sweep_cursor];
@@ -266,67 +307,107 @@ inline uint64_t recent_bytes(GroupLoad& g, uint64_t now, uint64_t window) {
     else
       ++st.sweep_cursor;
   }
-  const uint8_t path = p.active[balanced_pick(p, st, now)];
+  const uint8_t path = p.active[balanced_pick(p, st, hash, now)];
   const uint16_t group = p.load_group[path];
   ++st.groups[group].active;
-  BalancedEntry& e = balanced_entry(st, index);
   e.flow_hash = hash;
   e.tag = (p.lineage & 0xFFFFFFu) << 8 | path;
   e.stamp = uint64_t(group) << 48 | (now & kStampTscMask);
-  st.position[index] = uint16_t(st.n_occupied);
-  st.occupied[st.n_occupied++] = uint16_t(index);
+  const uint32_t first = balanced_first_set(hash);
+  if (index / kBalancedWays != first) ++st.spilled[first];
+  if (!listed) {
+    st.position[index] = uint16_t(st.n_occupied);
+    st.occupied[st.n_occupied++] = uint16_t(index);
+  }
   return path;
+}
+
+// Both candidate sets of a new flow hold only active flows: moves one of those flows to its
+// own other candidate set when that has an empty or idle way (cuckoo hashing, one step; the
+// moved flow keeps its list, so nothing reorders). Returns the freed entry, or -1.
+[[gnu::cold, gnu::noinline]] inline int64_t balanced_make_room(const CompiledPolicy& p,
+                                                               SelectorState& st,
+                                                               const uint32_t (&sets)[2],
+                                                               uint64_t now) {
+  for (uint32_t from : sets) {
+    for (unsigned wi = 0; wi < kBalancedWays; ++wi) {
+      const uint32_t index = from * kBalancedWays + wi;
+      BalancedEntry& x = balanced_entry(st, index);
+      const uint32_t first = balanced_first_set(x.flow_hash);
+      const uint32_t second = balanced_second_set(x.flow_hash);
+      const uint32_t to = from == first ? second : first;
+      if (to == from) continue;
+      for (unsigned wj = 0; wj < kBalancedWays; ++wj) {
+        const uint32_t target = to * kBalancedWays + wj;
+        BalancedEntry& y = balanced_entry(st, target);
+        if (y.tag != 0 && ((now - y.stamp) & kStampTscMask) <= p.idle_gap_tsc) continue;
+        if (y.tag != 0) balanced_release(st, target);
+        y = x;  // the flow moves: same list, group, stamp; its list slot follows it
+        const uint32_t pos = st.position[index];
+        st.occupied[pos] = uint16_t(target);
+        st.position[target] = uint16_t(pos);
+        if (from != first) --st.spilled[first];
+        if (to != first) ++st.spilled[first];
+        x.tag = 0;
+        return int64_t(index);
+      }
+    }
+  }
+  return -1;
 }
 
 // A flow keeps its list while its packets arrive less than idle_gap_tsc apart, even when
 // the engine lowers the list's factor or takes it out (moving then could reorder it); the
 // next packet after a gap is placed afresh on the least-loaded usable list. A flow lives in
-// one of two candidate sets (two-choice hashing: the first set unless it is full of active
-// flows), so 10k flows fit without overflow; when both sets hold only active flows the flow
-// is placed by hash (counted in balanced_overflow): an active flow is never evicted.
-// `bytes` (the packet's inner length) feeds the groups' recent bytes.
+// one of two candidate sets (the first unless it was full of active flows; see
+// balanced_make_room); when no room can be made the flow is placed by hash (counted in
+// balanced_overflow): an active flow is never evicted. `bytes` (the packet's inner length)
+// feeds the groups' recent bytes.
 [[gnu::noinline]] inline uint8_t select_balanced_slow(const CompiledPolicy& p, SelectorState& st,
                                                       uint32_t hash, uint64_t now, uint32_t bytes) {
   const uint32_t lineage_tag = (p.lineage & 0xFFFFFFu) << 8;
-  const uint32_t candidates[2] = {hash & (kBalancedSets - 1),
-                                  (hash >> kBalancedSetBits) & (kBalancedSets - 1)};
-  int64_t victim = -1;
-  uint64_t victim_idle = 0;
-  for (unsigned s = 0; s < 2; ++s) {
-    BalancedSet& set = st.balanced[candidates[s]];
-    const bool look_for_victim = victim < 0;  // the first set's free ways come first
+  const uint32_t sets[2] = {balanced_first_set(hash), balanced_second_set(hash)};
+  // The second set holds flows of this first set only when its spill count says so.
+  const unsigned n_sets = st.spilled[sets[0]] != 0 && sets[1] != sets[0] ? 2 : 1;
+  for (unsigned s = 0; s < n_sets; ++s) {
+    BalancedSet& set = st.balanced[sets[s]];
     for (unsigned wi = 0; wi < kBalancedWays; ++wi) {
       BalancedEntry& e = set.way[wi];
-      const uint64_t idle = (now - e.stamp) & kStampTscMask;
-      if (e.flow_hash == hash && e.tag != 0) {
-        if (__builtin_expect((e.tag & ~0xFFu) == lineage_tag && idle <= p.idle_gap_tsc, 1)) {
-          e.stamp = (e.stamp & ~kStampTscMask) | (now & kStampTscMask);
-          st.groups[e.stamp >> 48].bytes += bytes;
-          return uint8_t(e.tag & 0xFF);
-        }
-        const uint32_t own = candidates[s] * kBalancedWays + wi;
-        balanced_release(st, own);  // its gap ended or its policy was rebuilt: place again
-        const uint8_t path = balanced_place(p, st, own, hash, now);
-        st.groups[p.load_group[path]].bytes += bytes;
-        return path;
+      if (e.flow_hash != hash || e.tag == 0) continue;
+      uint8_t path;
+      if ((e.tag & ~0xFFu) == lineage_tag && ((now - e.stamp) & kStampTscMask) <= p.idle_gap_tsc) {
+        e.stamp = (e.stamp & ~kStampTscMask) | (now & kStampTscMask);  // live in its second set
+        path = uint8_t(e.tag & 0xFF);
+      } else {
+        // its gap ended or its policy was rebuilt: placed again in the same entry
+        path = balanced_place(p, st, sets[s] * kBalancedWays + wi, hash, now);
       }
-      if (!look_for_victim) continue;
-      const uint64_t free_idle = e.tag == 0 ? UINT64_MAX : idle;
-      if (free_idle > p.idle_gap_tsc && (victim < 0 || free_idle > victim_idle)) {
-        victim = int64_t(candidates[s] * kBalancedWays + wi);
-        victim_idle = free_idle;
-      }
+      st.groups[p.load_group[path]].bytes += bytes;
+      return path;
     }
   }
+  // A new flow: the emptiest or longest idle way of the first set, else of the second.
+  int64_t victim = -1;
+  for (uint32_t set_index : sets) {
+    uint64_t victim_idle = 0;
+    for (unsigned wi = 0; wi < kBalancedWays; ++wi) {
+      const BalancedEntry& e = st.balanced[set_index].way[wi];
+      const uint64_t idle = e.tag == 0 ? UINT64_MAX : (now - e.stamp) & kStampTscMask;
+      if (idle > p.idle_gap_tsc && (victim < 0 || idle > victim_idle)) {
+        victim = int64_t(set_index * kBalancedWays + wi);
+        victim_idle = idle;
+      }
+    }
+    if (victim >= 0) break;
+  }
+  if (__builtin_expect(victim < 0, 0)) victim = balanced_make_room(p, st, sets, now);
   if (__builtin_expect(victim < 0, 0)) {
     ++st.balanced_overflow;
     const uint8_t path = select_by_flow(p, hash);
     st.groups[p.load_group[path]].bytes += bytes;
     return path;
   }
-  const uint32_t index = uint32_t(victim);
-  if (balanced_entry(st, index).tag != 0) balanced_release(st, index);  // an idle flow's way
-  const uint8_t path = balanced_place(p, st, index, hash, now);
+  const uint8_t path = balanced_place(p, st, uint32_t(victim), hash, now);
   st.groups[p.load_group[path]].bytes += bytes;
   return path;
 }
@@ -334,7 +415,7 @@ inline uint64_t recent_bytes(GroupLoad& g, uint64_t now, uint64_t window) {
 // The common case inline: the flow is live in its first set (one cache line, as flowlet).
 inline uint8_t select_balanced(const CompiledPolicy& p, SelectorState& st, uint32_t hash,
                                uint64_t now, uint32_t bytes) {
-  BalancedSet& set = st.balanced[hash & (kBalancedSets - 1)];
+  BalancedSet& set = st.balanced[balanced_first_set(hash)];
   const uint32_t lineage_tag = (p.lineage & 0xFFFFFFu) << 8;
   for (BalancedEntry& e : set.way) {
     if (e.flow_hash == hash && (e.tag & ~0xFFu) == lineage_tag &&

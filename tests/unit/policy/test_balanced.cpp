@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -227,6 +229,38 @@ TEST(Balanced, FullSetsFallBackToHashingAndNeverEvictAnActiveFlow) {
   EXPECT_EQ(st.balanced_overflow, 8u + 3 * 8u);
 }
 
+// The table (4096 sets of 4 ways, 256 KB) at and beyond 10k concurrent flows: moving a
+// flow to its other candidate set makes room where first-fit two-choice overflowed (105 of
+// 10,000 flows of EqualPathsWithinOneFlowOfTheShare), and a moved flow keeps its list.
+TEST(Balanced, TenThousandFlowsFitAndMovedFlowsKeepTheirPaths) {
+  auto p = compile(balanced("p", {1, 1, 1, 1}));
+  std::mt19937 random(13);
+  for (unsigned n : {10000u, 12000u, 14000u, 16000u}) {
+    SelectorState st(1);
+    std::vector<uint32_t> hashes(n);
+    std::vector<uint8_t> path(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      hashes[i] = uint32_t(random());
+      path[i] = select_path(*p, 0, hashes[i], 0, 1, st, 1000);
+    }
+    unsigned spilled = 0;
+    for (uint32_t k = 0; k < st.n_occupied; ++k)
+      spilled += st.occupied[k] / kBalancedWays !=
+                 balanced_first_set(balanced_entry(st, st.occupied[k]).flow_hash);
+    std::printf("balanced table, %u flows: %" PRIu64 " placed by hash, %u in their second set\n", n,
+                st.balanced_overflow, spilled);
+    if (n == 10000) {
+      EXPECT_EQ(st.balanced_overflow, 0u);
+    }
+    EXPECT_EQ(st.n_occupied + st.balanced_overflow, n);
+    const uint64_t overflow = st.balanced_overflow;
+    for (uint32_t i = 0; i < n; ++i)
+      ASSERT_EQ(select_path(*p, 0, hashes[i], 0, 2, st, 1000), path[i])
+          << n << " flows, flow " << i;
+    EXPECT_EQ(st.balanced_overflow, 2 * overflow);  // the overflow stays on its hash
+  }
+}
+
 TEST(Balanced, SeveralWorkersStayWithinOneFlowPerWorker) {
   // Each worker balances its own flows within one; globally a path is at most W flows off
   // (W = workers): with RSS spreading flows, per-path totals differ by at most W.
@@ -244,6 +278,66 @@ TEST(Balanced, SeveralWorkersStayWithinOneFlowPerWorker) {
     const auto [lo, hi] = std::minmax_element(count.begin(), count.end());
     EXPECT_LE(*hi - *lo, kWorkers) << n << " flows";
   }
+}
+
+// A collective in which every source walks its peers in the same order (NCCL: src+1,
+// src+2, ...) over a leaf-spine fabric: 4 leaves of 8 hosts, 4 spines, one gateway (worker
+// state) per host, one balanced policy per destination leaf whose lists leave via the four
+// spines (first hops shared by all policies: one load group per spine). Every source's k-th
+// flow to another leaf goes to the same position in that leaf, so with ties among equally
+// loaded spines broken toward the first list every source sent its flows toward host d over
+// spine (d mod 4): 24 flows on one spine->leaf downlink, none on the other three. Ties
+// broken from a start the flow's hash picks keep each source exact (6 flows per spine) and
+// spread each destination's 24 flows over the spines.
+TEST(Balanced, SourcesWalkingPeersInOneOrderSpreadEachDestinationOverTheSpines) {
+  constexpr unsigned kLeaves = 4, kHostsPerLeaf = 8, kSpines = 4;
+  constexpr unsigned kHosts = kLeaves * kHostsPerLeaf;
+  std::vector<std::unique_ptr<const CompiledPolicy>> to_leaf;
+  for (unsigned l = 0; l < kLeaves; ++l) {
+    char dst_sid[32];
+    std::snprintf(dst_sid, sizeof dst_sid, "fc00:d%u::1", l);
+    to_leaf.push_back(
+        compile(balanced("to-leaf" + std::to_string(l), std::vector<uint32_t>(kSpines, 1),
+                         kLongGapUs, 0x500, dst_sid, uint16_t(100 + 10 * l))));
+  }
+  for (unsigned l = 1; l < kLeaves; ++l) ASSERT_EQ(to_leaf[l]->load_group, to_leaf[0]->load_group);
+  auto host_ip = [](unsigned h) {
+    return testing::ip(
+        ("10.0." + std::to_string(h / kHostsPerLeaf) + "." + std::to_string(h % kHostsPerLeaf + 1))
+            .c_str());
+  };
+  // flows[d][spine]: flows toward host d over that spine, from all sources
+  std::vector<std::vector<unsigned>> flows(kHosts, std::vector<unsigned>(kSpines, 0));
+  for (unsigned src = 0; src < kHosts; ++src) {
+    SelectorState gateway(kLeaves);
+    std::vector<unsigned> own(kSpines, 0);
+    for (unsigned k = 1; k < kHosts; ++k) {
+      const unsigned dst = (src + k) % kHosts;
+      const unsigned leaf = dst / kHostsPerLeaf;
+      if (leaf == src / kHostsPerLeaf) continue;  // same leaf: no spine
+      const uint32_t hash = flow_hash(host_ip(src), host_ip(dst), 0x100 + src);
+      const uint8_t spine = select_path(*to_leaf[leaf], leaf, hash, 0x0a, 1, gateway, 4160);
+      ASSERT_LT(spine, kSpines);
+      ++own[spine];
+      ++flows[dst][spine];
+    }
+    EXPECT_EQ(own, std::vector<unsigned>(kSpines, 6)) << "source " << src;
+  }
+  // Hash-chosen ties are no exact spread (that needs every source's view: placement from
+  // the controller) but one like a random peer order's: 6 on average, binomial tails.
+  const unsigned sources_per_host = kHosts - kHostsPerLeaf;  // 24
+  unsigned worst = 0, sum_of_max = 0;
+  for (unsigned d = 0; d < kHosts; ++d) {
+    const unsigned most = *std::max_element(flows[d].begin(), flows[d].end());
+    worst = std::max(worst, most);
+    sum_of_max += most;
+  }
+  const double mean_max = double(sum_of_max) / kHosts;
+  std::printf(
+      "flows into one host over its busiest spine: mean %.2f, at most %u of %u (even: %u)\n",
+      mean_max, worst, sources_per_host, sources_per_host / kSpines);
+  EXPECT_LE(worst, 2 * sources_per_host / 3);
+  EXPECT_LE(mean_max, 2.0 * sources_per_host / kSpines);
 }
 
 // Load = active flows (what the gateway uses) versus recent bytes, on flows of unequal rate

@@ -588,7 +588,7 @@ class Search:
         d = diff(before, after)
         sent, got = r["tx_opackets"], r["rx_ipackets"]
         lost = sent - got
-        secs = ms / 1000.0
+        secs = r.get("seconds") or ms / 1000.0  # the delay asked can stretch under load
         t = {"rate_pct": round(rate, 4), "seconds": secs, "sent": sent, "received": got,
              "lost": lost, "loss": (lost / sent) if sent else 0.0,
              "offered_mpps": sent / secs / 1e6, "delivered_mpps": got / secs / 1e6,

@@ -24,6 +24,15 @@ local function report(line)
   out:flush()
 end
 
+-- pktgen.delay sleeps in 10 ms steps, which a loaded machine stretches: the trial's real
+-- length comes from the kernel's clock (/proc/uptime, 10 ms resolution), not from the delay asked.
+local function now()
+  local f = assert(io.open("/proc/uptime"))
+  local v = f:read("n")
+  f:close()
+  return v
+end
+
 local function counters(port)
   return pktgen.portStats(port, "port")[tonumber(port)]
 end
@@ -41,15 +50,17 @@ for line in cmds:lines() do
   elseif op == "trial" then
     pktgen.set(tx_port, "rate", rate)
     local t0, r0 = counters(tx_port), counters(rx_port)
+    local began = now()
     pktgen.start(tx_port)
     pktgen.delay(tonumber(ms))
     pktgen.stop(tx_port)
+    local sent_for = now() - began
     pktgen.delay(settle_ms)
     local t1, r1 = counters(tx_port), counters(rx_port)
     report(string.format(
-      "result rate=%s ms=%s tx_opackets=%d tx_obytes=%d tx_oerrors=%d rx_ipackets=%d " ..
+      "result rate=%s ms=%s seconds=%.2f tx_opackets=%d tx_obytes=%d tx_oerrors=%d rx_ipackets=%d " ..
       "rx_ibytes=%d rx_imissed=%d rx_ierrors=%d rx_nombuf=%d",
-      rate, ms, t1.opackets - t0.opackets, t1.obytes - t0.obytes, t1.oerrors - t0.oerrors,
+      rate, ms, sent_for, t1.opackets - t0.opackets, t1.obytes - t0.obytes, t1.oerrors - t0.oerrors,
       r1.ipackets - r0.ipackets, r1.ibytes - r0.ibytes, r1.imissed - r0.imissed,
       r1.ierrors - r0.ierrors, r1.rx_nombuf - r0.rx_nombuf))
   elseif op ~= nil then

@@ -353,6 +353,7 @@ class Dut:
     def stop(self):
         if self.proc is None or self.proc.poll() is not None:
             return
+        t0 = time.monotonic()
         if self.kind == "testpmd":
             try:
                 self.proc.stdin.write(b"\n")
@@ -366,6 +367,7 @@ class Dut:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        log(f"  DUT {self.kind} stopped in {time.monotonic() - t0:.1f} s")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -446,12 +448,14 @@ class Pktgen:
             except OSError:
                 pass
             self.fifo = None
+        t0 = time.monotonic()
         if self.proc and self.proc.poll() is None:
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        log(f"  pktgen quit in {time.monotonic() - t0:.1f} s")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -650,8 +650,8 @@ class Search:
         best = max(ok, key=lambda t: t["offered_mpps"], default=None)
         top = next((t for t in known if t["rate_pct"] == self.args.max_rate), None)
         if top is not None and top["loss"] <= max_loss:
-            return top, ("no loss at the highest rate pktgen can offer here: the tester, not "
-                         "the DUT, limits")
+            return top, (f"loss within {max_loss:.1%} at the highest rate pktgen can offer "
+                         f"here: the tester, not the DUT, limits")
         lo = max((t["rate_pct"] for t in ok), default=0.0)
         hi = min([t["rate_pct"] for t in bad if t["rate_pct"] > lo] + [self.search_top])
         n = 0

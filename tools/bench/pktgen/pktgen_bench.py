@@ -701,20 +701,84 @@ def cross_check(dut_kind, trials, tol):
 
 
 def capture_sample(rig, pg, args, work, tag, count):
-    """dumpcap on pg1 (pktgen's receiving veth) while pktgen sends at a low rate."""
-    path = os.path.join(work, f"sample-{tag}.pcap")
+    """dumpcap on pg1 (pktgen's receiving veth) and on gwh (the DUT's host veth: what enters
+    the DUT) while pktgen sends at a low rate. Both taps stamp frames with the same kernel
+    clock: the pair gives a latency through the DUT."""
+    paths, procs, cmds = [], [], []
     dumpcap = shutil.which("dumpcap") or "/usr/bin/dumpcap"
-    cmd = rig.cmd([dumpcap, "-q", "-P", "-i", "pg1", "-c", str(count), "-w", path])
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _children.append(p)
-    time.sleep(1.5)  # dumpcap opens the interface
+    for iface in ("pg1", "gwh"):
+        path = os.path.join(work, f"sample-{tag}-{iface}.pcap")
+        cmd = rig.cmd([dumpcap, "-q", "-P", "-i", iface, "-c", str(count), "-w", path])
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _children.append(p)
+        paths.append(path)
+        procs.append(p)
+        cmds.append(" ".join(cmd))
+    time.sleep(1.5)  # dumpcap opens the interfaces
     trial = pg.trial(args.sample_rate, int(args.sample_seconds * 1000))
-    try:
-        p.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        p.send_signal(signal.SIGINT)
-        p.wait(timeout=10)
-    return path, trial, " ".join(cmd)
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGINT)
+            p.wait(timeout=10)
+    return paths[0], paths[1], trial, cmds
+
+
+def read_pcap_times(path):
+    """(timestamp in seconds, frame) of a classic pcap (micro- or nanosecond magic)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic = data[:4]
+    endian = "<" if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    frac = 1e-9 if magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 1e-6
+    out, off = [], 24
+    while off + 16 <= len(data):
+        ts_s, ts_f, incl, _ = struct.unpack(endian + "IIII", data[off:off + 16])
+        out.append((ts_s + ts_f * frac, data[off + 16:off + 16 + incl]))
+        off += 16 + incl
+    return out
+
+
+def roce_key(frame):
+    """(destination, DestQP, PSN) of a RoCEv2 frame, plain or inside SRv6 (IPv6 + SRH)."""
+    off, etype = 14, struct.unpack_from(">H", frame, 12)[0]
+    if etype == 0x86DD and len(frame) > 14 + 41 and frame[14 + 6] == 43:
+        nxt = frame[14 + 40]
+        off = 14 + 40 + 8 + 8 * frame[14 + 40 + 1]
+        etype = 0x0800 if nxt == 4 else 0x86DD if nxt == 41 else 0
+    r = roce_of(frame, off, etype)
+    if r is None:
+        return None
+    ip = r[3]
+    udp = (ip[0] & 0x0F) * 4 if ip[0] >> 4 == 4 else 40
+    psn = int.from_bytes(ip[udp + 8 + 9:udp + 8 + 12], "big")
+    return r[0], r[1], r[2], psn
+
+
+def latency_through_dut(in_pcap, out_pcap):
+    """One-way latency of frames matched by (destination, QP, PSN) between the tap on the DUT's
+    host veth and the tap on pktgen's receiving veth: the DUT's RX ring wait, its processing
+    and its TX into the kernel. Microseconds: count, min, median, p99, max."""
+    # pktgen replays the pcap in a loop: the same key comes back once per loop, so each frame
+    # out is matched to the latest frame in with its key (the loop lasts far longer than the
+    # latency at a low rate).
+    seen = {}
+    for ts, fr in read_pcap_times(in_pcap):
+        k = roce_key(fr)
+        if k is not None:
+            seen.setdefault(k, []).append(ts)
+    lat = []
+    for ts, fr in read_pcap_times(out_pcap):
+        before = [t for t in seen.get(roce_key(fr), []) if t <= ts]
+        if before:
+            lat.append((ts - before[-1]) * 1e6)
+    if not lat:
+        return {"frames": 0}
+    lat.sort()
+    pick = lambda q: round(lat[min(len(lat) - 1, int(q * len(lat)))], 1)  # noqa: E731
+    return {"frames": len(lat), "min_us": round(lat[0], 1), "median_us": pick(0.5),
+            "p99_us": pick(0.99), "max_us": round(lat[-1], 1)}
 
 
 def check_sample(path, sent_pcap, expect, sids):
@@ -834,19 +898,21 @@ def write_plot(results, png, work):
 
 def table(results):
     L = ["| point | DUT | no-drop Mpps | no-drop Gbit/s | 0.5 % loss Mpps | 0.5 % loss Gbit/s "
-         "| srv6gw / testpmd (no-drop) | trials | note |",
-         "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+         "| srv6gw / testpmd (no-drop) | latency median / p99 us | trials | note |",
+         "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for pt in results["points"]:
         for kind in ("testpmd", "srv6gw"):
             d = pt["duts"].get(kind)
             if not d:
                 continue
+            la = d.get("latency", {})
+            lat = f"{la['median_us']:.0f} / {la['p99_us']:.0f}" if la.get("frames") else "n/a"
             ratio = f"{pt['ratio_no_drop']:.3f}" if kind == "srv6gw" and pt.get(
                 "ratio_no_drop") is not None else ""
             L.append(f"| {pt['name']} | {'testpmd io' if kind == 'testpmd' else 'srv6gw'} | "
                      f"{d['no_drop']['mpps']:.4f} | {d['no_drop']['gbps']:.3f} | "
                      f"{d['partial_drop']['mpps']:.4f} | {d['partial_drop']['gbps']:.3f} | "
-                     f"{ratio} | {len(d['trials'])} | {d.get('note') or ''} |")
+                     f"{ratio} | {lat} | {len(d['trials'])} | {d.get('note') or ''} |")
     return "\n".join(L)
 
 
@@ -1003,11 +1069,14 @@ def main():
                     log(f"  {kind}: no-drop {d['no_drop']['mpps']:.4f} Mpps, "
                         f"{args.partial_loss * 100:g} % loss {d['partial_drop']['mpps']:.4f} Mpps")
                 problems = cross_check(kind, s.trials, args.tolerance)
+                spath, inpath, strial, scmds = capture_sample(rig, pg, args, work, tag,
+                                                              args.sample_frames)
+                d["latency"] = latency_through_dut(inpath, spath)
+                d["latency"]["rate_pct"] = args.sample_rate
+                log(f"  latency through {kind} at {args.sample_rate} %: {d['latency']}")
                 if kind == "srv6gw":
-                    spath, strial, scmd = capture_sample(rig, pg, args, work, tag,
-                                                         args.sample_frames)
                     n, sp = check_sample(spath, pcap, expect, args.sids)
-                    d["sample"] = {"frames_checked": n, "problems": sp, "command": scmd,
+                    d["sample"] = {"frames_checked": n, "problems": sp, "commands": scmds,
                                    "trial": strial}
                     problems += [f"sample: {p}" for p in sp]
                     log(f"  sample: {n} frames at pktgen's port 1 checked with tshark, "
@@ -1032,10 +1101,12 @@ def main():
     results["machine"]["loadavg_at_end"] = open("/proc/loadavg").read().split()[:3]
     results["elapsed_s"] = round(time.monotonic() - t_start, 1)
     results["latency"] = (
-        "not measured: pktgen's latency frames are plain UDP with its own signature, not "
-        "RoCEv2, so the gateway drops them (non-roce: drop) or, with non-roce: pass, forwards "
-        "them unencapsulated -- either way not the encapsulation path. roce-gen has no latency "
-        "measurement either (it transmits and counts).")
+        "pktgen's own latency measurement does not apply: its latency frames are plain UDP with "
+        "its signature, not RoCEv2, so the gateway drops them (non-roce: drop) or, with "
+        "non-roce: pass, forwards them unencapsulated -- not the encapsulation path; roce-gen "
+        "does not timestamp either. duts[].latency instead: RoCEv2 frames matched by "
+        "(destination, QP, PSN) between a tap on the DUT's host veth and one on pktgen's "
+        "receiving veth (same kernel clock), at the sample rate.")
     out_json = os.path.join(args.out, "results.json")
     with open(out_json, "w") as f:
         json.dump(results, f, indent=1)

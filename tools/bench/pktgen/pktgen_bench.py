@@ -608,6 +608,11 @@ class Search:
         t["dut_host_rx"] = d.get("host_ipackets", 0)
         t["dut_fabric_tx"] = d.get("fabric_opackets", 0)
         t["dut_host_missed"] = d.get("host_imissed", 0)
+        if lost < 0:
+            # More received than sent: pktgen's counters were not final (see trials.lua). Not
+            # a pass: the search treats it as a trial with loss, and it is reported.
+            t["loss"] = 1.0
+            t["counters_inconsistent"] = True
         # Where lost frames went: never taken in by the DUT (its RX ring was full), dropped
         # inside it, or sent by it and not taken in by pktgen (pktgen's RX ring was full).
         t["lost_before_dut"] = max(sent - t["dut_host_rx"], 0)
@@ -684,6 +689,10 @@ def cross_check(dut_kind, trials, tol):
     Trials with loss need no agreement: where the frames went is recorded (split)."""
     problems = []
     for t in trials:
+        if t.get("counters_inconsistent"):
+            problems.append(f"{dut_kind} at {t['rate_pct']}%: pktgen counted {t['received']} "
+                            f"received for {t['sent']} sent (its counters were not final)")
+            continue
         if t["lost"] != 0:
             continue
         counts = {"pktgen sent": t["sent"], "DUT host rx": t["dut_host_rx"],

@@ -55,8 +55,17 @@ for line in cmds:lines() do
     pktgen.delay(tonumber(ms))
     pktgen.stop(tx_port)
     local sent_for = now() - began
+    -- Counters are final once two reads a refresh apart agree (pktgen's timer thread can
+    -- itself be late on a busy machine; a stale read showed more frames received than sent).
     pktgen.delay(settle_ms)
     local t1, r1 = counters(tx_port), counters(rx_port)
+    for _ = 1, 6 do
+      pktgen.delay(1100)
+      local t2, r2 = counters(tx_port), counters(rx_port)
+      local same = t2.opackets == t1.opackets and r2.ipackets == r1.ipackets
+      t1, r1 = t2, r2
+      if same then break end
+    end
     report(string.format(
       "result rate=%s ms=%s seconds=%.2f tx_opackets=%d tx_obytes=%d tx_oerrors=%d rx_ipackets=%d " ..
       "rx_ibytes=%d rx_imissed=%d rx_ierrors=%d rx_nombuf=%d",

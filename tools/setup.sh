@@ -10,7 +10,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   libyang2-dev libyang2-tools libspdlog-dev libgtest-dev libgmock-dev libibverbs-dev
   tshark tcpdump tcpreplay python3-scapy python3-grpcio iproute2 procps openssl
-  gnuplot-nox libbpf-dev
+  gnuplot-nox libbpf-dev liblua5.3-dev
   libpcap-dev zlib1g-dev libcli11-dev libabsl-dev
 )
 

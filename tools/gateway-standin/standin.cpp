@@ -53,6 +53,7 @@ std::string to_json(const google::protobuf::Message& m) {
   std::string out;
   google::protobuf::util::JsonPrintOptions o;
   o.preserve_proto_field_names = true;
+  o.always_print_primitive_fields = true;  // as srv6gw-controller ctl plan prints them
   (void)google::protobuf::util::MessageToJsonString(m, &out, o);
   return out;
 }
@@ -78,7 +79,7 @@ class Gateways final : public v1::Gateway::Service {
     std::set<uint64_t> terms;  // every term that pushed successfully
   };
   std::chrono::milliseconds apply_delay{0};
-  std::set<std::string> slow;  // gateways that take apply_delay per Apply
+  std::set<std::string> slow;  // gateways that take apply_delay per Apply (none: all)
 
   std::pair<std::string, One*> of(grpc::ServerContext* ctx) {
     const auto authority = ctx->ExperimentalGetAuthority();
@@ -122,7 +123,9 @@ class Gateways final : public v1::Gateway::Service {
   grpc::Status Apply(grpc::ServerContext* ctx, const v1::ApplyRequest* req,
                      v1::ApplyResponse* resp) override {
     auto [name, g] = of(ctx);
-    if (apply_delay.count() > 0 && slow.count(name)) std::this_thread::sleep_for(apply_delay);
+    if (apply_delay.count() > 0 && (slow.empty() || slow.count(name))) {
+      std::this_thread::sleep_for(apply_delay);
+    }
     const uint64_t term = meta_number(ctx, "srv6gw-controller-term");
     const uint64_t plan = meta_number(ctx, "srv6gw-plan-version");
     std::lock_guard lock(g->mutex);

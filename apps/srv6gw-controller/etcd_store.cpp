@@ -218,6 +218,8 @@ bool EtcdStore::commit(const cv1::PersistedState& st, std::string& error) {
     return false;
   }
   meta_revision_ = resp.header().revision();
+  ++counters_.commits;
+  counters_.keys_written += uint64_t(t.success_size());
   last_ = st;
   last_.clear_synced_generation();
   job_sequence_ = std::move(sequences);

@@ -45,7 +45,10 @@ class EtcdStore final : public Store {
   void stop() override;
   Leadership leadership() const override;
   bool may_push(uint64_t& term) const override;
-  uint64_t writes() const override { return client_->txns(); }
+  Counters counters() const override {
+    std::lock_guard lock(mutex_);
+    return counters_;
+  }
 
  private:
   void run();
@@ -70,6 +73,7 @@ class EtcdStore final : public Store {
   cv1::PersistedState last_;
   std::map<std::string, uint64_t> job_sequence_;
   uint64_t next_sequence_ = 1;
+  Counters counters_;
 
   std::thread thread_;
   std::mutex stop_mutex_;

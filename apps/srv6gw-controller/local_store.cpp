@@ -90,7 +90,7 @@ class LocalStore final : public Store {
     term = 0;
     return true;
   }
-  uint64_t writes() const override { return writes_; }
+  Counters counters() const override { return {writes_, writes_}; }
   bool replicated() const override { return false; }
 
  private:

@@ -47,8 +47,12 @@ class Store {
   // True while this replica holds a valid lease: checked before every push, so a leader
   // whose lease ran out (or may have: it was paused) stops pushing at once. Sets `term`.
   virtual bool may_push(uint64_t& term) const = 0;
-  // Writes made (transactions), for the benchmark's writes per change.
-  virtual uint64_t writes() const = 0;
+  // Desired-state commits made and keys they wrote (puts and deletes), for the benchmark's
+  // writes per change.
+  struct Counters {
+    uint64_t commits = 0, keys_written = 0;
+  };
+  virtual Counters counters() const = 0;
   // Shared with other replicas (etcd): only the leader writes, a follower reads.
   virtual bool replicated() const { return true; }
 };

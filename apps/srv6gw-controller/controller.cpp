@@ -394,8 +394,8 @@ bool Controller::start(std::string& error) {
   } else {
     // Replicas: a follower until the store says this one leads (role_loop).
     reconciler_->set_active(false);
-    follow();
     if (!store_->start(nullptr, error)) return false;
+    follow();
     {
       std::lock_guard lock(mutex_);
       started_ = true;

@@ -238,13 +238,21 @@ bool EtcdStore::changed_since_load() {
 }
 
 bool EtcdStore::start(std::function<void(const Leadership&)> on_change, std::string& error) {
-  // Reachable at all? A clear error at start beats a replica that silently never leads.
+  // Reachable at all? A clear error at start beats a replica that silently never leads;
+  // etcd starting at the same time (a machine booting) is given 10 s.
   etcdserverpb::RangeRequest req;
   req.set_key(key("leader"));
-  etcdserverpb::RangeResponse resp;
-  if (auto st = client_->range(req, resp); !st.ok()) {
-    error = describe() + ": " + status_text(st);
-    return false;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (true) {
+    etcdserverpb::RangeResponse resp;
+    auto st = client_->range(req, resp);
+    if (st.ok()) break;
+    if (std::chrono::steady_clock::now() >= give_up) {
+      error = describe() + ": " + status_text(st);
+      return false;
+    }
+    spdlog::warn("{}: {}; trying again", describe(), status_text(st));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   on_change_ = std::move(on_change);
   thread_ = std::thread([this] { run(); });

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 CONTROLLER = os.environ.get("SRV6GW_CONTROLLER")
 STANDIN = os.environ.get("SRV6GW_STANDIN")
@@ -236,11 +237,18 @@ def main():
              "--initial-cluster", f"n1=http://127.0.0.1:{pport}", "--log-level", "warn"],
             stdout=etcd_log, stderr=subprocess.STDOUT)
         procs.append(ep)
-        for _ in range(100):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", cport)) == 0:
-                    break
-            time.sleep(0.05)
+        healthy = False
+        for _ in range(300):  # etcd's own health endpoint: it serves once it has a leader
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{cport}/health", timeout=1) as h:
+                    healthy = json.load(h).get("health") == "true"
+            except OSError:
+                pass
+            if healthy:
+                break
+            time.sleep(0.1)
+        if not healthy:
+            fail("etcd did not become healthy in 30 s")
         standin = Standin(work, 100)
         procs.append(standin.p)
         with open(os.path.join(work, "topology.json"), "w") as f:
@@ -327,11 +335,12 @@ def main():
         link = [x for x in plan.get("links", []) if x["link"] == "leaf1--spine2"]
         if not link or link[0]["up"]:
             fail("B: the link-down acknowledged before the kill is not in the new plan")
-        term_b = plan["leader_term"]
+        term_b = int(plan["leader_term"])
         on_new = sum(1 for g in s["gateways"].values() if term_b in g["terms"])
         log(f"B: leaf1--spine2 down in plan {plan['version']}; gateways the new leader had to "
             f"push to: {on_new} of {len(s['gateways'])} (the old leader reached the others; "
-            f"{sum(g['accepted'] for g in before['gateways'].values())} pushes accepted before)")
+            f"{sum(g['accepted'] for g in before['gateways'].values())} pushes accepted at the "
+            "gateways when the new leader was found)")
         replicas[replicas.index(leader)] = Replica(work, leader.name, cport)
         leader = new
 

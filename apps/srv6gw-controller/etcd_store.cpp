@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 
 namespace srv6gw::sr_controller {
 namespace {
@@ -54,6 +55,15 @@ void put(etcdserverpb::TxnRequest& t, const std::string& k, const std::string& v
 
 void del(etcdserverpb::TxnRequest& t, const std::string& k) {
   t.add_success()->mutable_request_delete_range()->set_key(k);
+}
+
+constexpr unsigned kGatewayShards = 64;
+
+// FNV-1a: the same shard for a gateway in every replica and every build.
+unsigned shard_of(const std::string& gateway) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : gateway) h = (h ^ c) * 16777619u;
+  return h % kGatewayShards;
 }
 
 std::string status_text(const grpc::Status& st) {
@@ -123,7 +133,12 @@ bool EtcdStore::load(cv1::PersistedState& out, std::string& error) {
       }
       *out.add_link_overrides() = l;
     } else if (k.rfind("gateways/", 0) == 0) {
-      (*out.mutable_desired_version())[k.substr(9)] = std::stoull(kv.value());
+      cv1::PersistedState part;
+      if (!from_json(kv.value(), part)) {
+        error = key(k) + ": not a desired-version shard";
+        return false;
+      }
+      for (const auto& [gw, v] : part.desired_version()) (*out.mutable_desired_version())[gw] = v;
     }
   }
   std::sort(jobs.begin(), jobs.end(),
@@ -199,11 +214,22 @@ bool EtcdStore::commit(const cv1::PersistedState& st, std::string& error) {
   for (const auto& [name, _] : old_links) {
     if (!new_links.count(name)) del(t, key("links/" + name));
   }
+  // Desired versions in kGatewayShards keys: a change rewrites the shards of the gateways it
+  // changed (at most kGatewayShards keys, under etcd's 128 operations per transaction).
+  std::set<unsigned> shards;
   for (const auto& [gw, v] : st.desired_version()) {
     auto it = last_.desired_version().find(gw);
-    if (it == last_.desired_version().end() || it->second != v) {
-      put(t, key("gateways/" + gw), std::to_string(v));
+    if (it == last_.desired_version().end() || it->second != v) shards.insert(shard_of(gw));
+  }
+  for (const auto& [gw, _] : last_.desired_version()) {
+    if (!st.desired_version().count(gw)) shards.insert(shard_of(gw));
+  }
+  for (unsigned shard : shards) {
+    cv1::PersistedState part;
+    for (const auto& [gw, v] : st.desired_version()) {
+      if (shard_of(gw) == shard) (*part.mutable_desired_version())[gw] = v;
     }
+    put(t, key("gateways/" + std::to_string(shard)), to_json(part));
   }
   etcdserverpb::TxnResponse resp;
   auto s = client_->txn(t, resp);

@@ -5,7 +5,8 @@
 //                     links inferred down
 //   jobs/<job id>     StoredJob JSON (sequence = submission order)
 //   links/<link>      LinkStatus JSON (operator overrides)
-//   gateways/<name>   plan version that last changed the gateway's desired state (decimal)
+//   gateways/<shard>  per gateway of that shard (64, by name hash): the plan version that
+//                     last changed its desired state (PersistedState JSON, desired_version)
 //   leader            LeaderRecord JSON, attached to the leader's lease
 // Every commit is one transaction: it succeeds only if `meta` has the revision this replica
 // last read or wrote and the leader key still has this replica's create revision (its term);

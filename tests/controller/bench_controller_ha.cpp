@@ -46,6 +46,7 @@ class SyntheticPlanner final : public Planner {
   std::vector<std::string> gateways() const override {
     std::vector<std::string> v;
     for (unsigned g = 0; g < n_; ++g) v.push_back(num("g", g));
+    if (!dead_.empty()) v.push_back(dead_);
     return v;
   }
   std::map<std::string, std::string> agents() const override {

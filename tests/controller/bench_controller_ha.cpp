@@ -10,7 +10,7 @@
 //   - with one gateway dead (no such socket) and one slow (each Apply held 2 s by the
 //     stand-in): the time for the others, which must not wait for those two.
 // Usage: bench-controller-ha --etcd HOST:PORT --standin unix:PATH [--gateways N]
-//        [--policies P] [--concurrency C] [--slow NAME]
+//        [--policies P] [--concurrency C] [--slow NAME] [--lease-ttl S (10)]
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -80,8 +80,8 @@ class SyntheticPlanner final : public Planner {
         v1::SrPolicy pol;
         pol.set_name(num("to-h", p));
         for (unsigned s = 0; s < kSpines; ++s) {
-          const bool up = links.at(num("spine", s)).up &&
-                          links.at(num("leaf", leaf) + num("--spine", s)).up;
+          const bool up =
+              links.at(num("spine", s)).up && links.at(num("leaf", leaf) + num("--spine", s)).up;
           auto* sl = pol.add_segment_lists();
           sl->set_name(num("spine", s));
           sl->set_path_id(p * kSpines + s + 1);
@@ -148,6 +148,10 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   std::string etcd, standin, slow;
   unsigned n = 1024, policies = 16, concurrency = 32;
+  // Longer than the replicas' default (2 s): this measures the fan-out, and on a loaded
+  // 2-core machine the fan-out's own CPU can delay a keep-alive past a 2 s lease (a step-down
+  // and takeover then restart the fan-out).
+  unsigned ttl = 10;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--etcd")
@@ -162,6 +166,8 @@ int main(int argc, char** argv) {
       concurrency = unsigned(std::stoul(v));
     else if (a == "--slow")
       slow = v;
+    else if (a == "--lease-ttl")
+      ttl = unsigned(std::stoul(v));
   }
   if (etcd.empty() || standin.empty()) {
     std::fprintf(stderr,
@@ -175,6 +181,7 @@ int main(int argc, char** argv) {
   so.etcd.endpoints = {etcd};
   so.prefix = "/srv6gw-bench/" + std::to_string(::getpid()) + "-" + std::to_string(n) + "/";
   so.id = "bench";
+  so.lease_ttl = std::chrono::seconds(ttl);
   std::string err;
   auto store = std::shared_ptr<EtcdStore>(EtcdStore::create(so, err));
   if (!store) {
@@ -212,9 +219,10 @@ int main(int argc, char** argv) {
   t0 = std::chrono::steady_clock::now();
   uint64_t pushes = wait_all(*c, c->plan_version(), skip, 0, pushed);
   const double full = ms_since(t0);
-  std::printf("leader after %.0f ms; full reconcile (read + push every gateway): %.0f ms, %u "
-              "pushes, %.0f pushes/s\n",
-              elect, full, pushed, pushed / (full / 1000));
+  std::printf(
+      "leader after %.0f ms; full reconcile (read + push every gateway): %.0f ms, %u "
+      "pushes, %.0f pushes/s\n",
+      elect, full, pushed, pushed / (full / 1000));
   auto change = [&](const std::string& link, const char* what) {
     cv1::SetLinkStateRequest req;
     req.set_link(link);

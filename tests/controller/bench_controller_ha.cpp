@@ -241,7 +241,8 @@ int main(int argc, char** argv) {
     const double all = ms_since(t);
     const auto after = store->counters();
     std::printf(
-        "%s (%s down): %d gateways changed; stored in etcd in %.1f ms (%lu transaction, %lu "
+        "%s (%s down): %d gateways changed; planned and stored in etcd in %.1f ms (%lu "
+        "transaction, %lu "
         "keys); all pushed in %.0f ms: %u pushes, %.0f pushes/s\n",
         what, link.c_str(), resp.gateways_changed_size(), stored,
         (unsigned long)(after.commits - before.commits),

@@ -26,39 +26,6 @@ uint64_t now_unix_ns() {
                       .count());
 }
 
-// Whole-file write that a crash leaves old or new, never half: temp file, fsync, rename.
-bool write_file_atomically(const std::string& path, const std::string& data, std::string& error) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    error = "cannot write " + tmp + ": " + std::strerror(errno);
-    return false;
-  }
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      error = "cannot write " + tmp + ": " + std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return false;
-    }
-    off += size_t(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    error = "cannot write " + tmp + ": " + std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return false;
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = "cannot rename " + tmp + " to " + path + ": " + std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return false;
-  }
-  return true;
-}
-
 std::string path_key(const std::string& gw, uint32_t path_id) {
   return gw + "/" + std::to_string(path_id);
 }
@@ -133,6 +100,14 @@ std::unique_ptr<Controller> Controller::create(ControllerOptions options,
                                                const cv1::ControllerConfig& config,
                                                std::string& error) {
   std::unique_ptr<Controller> c(new Controller(std::move(options), std::move(planner)));
+  c->store_ =
+      c->options_.store
+          ? c->options_.store
+          : std::shared_ptr<Store>(make_local_store(c->options_.state_path, c->options_.id));
+  // Every Apply first asks the store whether this replica still holds its lease.
+  c->options_.reconcile.may_push = [store = c->store_](uint64_t& term) {
+    return store->may_push(term);
+  };
   c->topology_links_ = c->planner_->links();
   c->access_links_ = c->planner_->access_links();
   std::set<std::string> known;
@@ -200,18 +175,20 @@ std::unique_ptr<Controller> Controller::create(ControllerOptions options,
 }
 
 bool Controller::load_state(std::string& error) {
-  if (options_.state_path.empty() || !std::filesystem::exists(options_.state_path)) return true;
-  std::ifstream in(options_.state_path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
   cv1::PersistedState st;
-  auto status = google::protobuf::util::JsonStringToMessage(s.str(), &st);
-  if (!status.ok() || st.format() != kStateFormat) {
-    error = options_.state_path + ": not a controller state file (" +
-            (status.ok() ? "format '" + st.format() + "'" : std::string(status.message())) + ")";
+  if (!store_->load(st, error)) return false;
+  if (st.format().empty()) return true;  // nothing stored yet
+  std::lock_guard lock(mutex_);
+  return apply_loaded_locked(st, error);
+}
+
+bool Controller::apply_loaded_locked(const cv1::PersistedState& st, std::string& error) {
+  if (st.format() != kStateFormat) {
+    error = store_->describe() + ": not a controller state (format '" + st.format() + "')";
     return false;
   }
   jobs_.assign(st.jobs().begin(), st.jobs().end());
+  overrides_.clear();
   for (const auto& o : st.link_overrides()) {
     if (!topology_links_.count(o.link())) {
       spdlog::warn("state: override of link {} dropped: not in the topology", o.link());
@@ -219,39 +196,53 @@ bool Controller::load_state(std::string& error) {
     }
     overrides_[o.link()] = o;
   }
+  inferred_down_.clear();
+  for (const auto& l : st.inferred_down()) {
+    if (topology_links_.count(l)) inferred_down_.insert(l);
+  }
   plan_version_ = st.plan_version();
   next_job_number_ = std::max<uint64_t>(1, st.next_job_number());
   persisted_topology_version_ = st.topology_version();
   for (const auto& [g, gen] : st.synced_generation()) synced_generation_[g] = gen;
+  desired_changed_.clear();
+  for (const auto& [g, v] : st.desired_version()) desired_changed_[g] = v;
   if (persisted_topology_version_ != planner_->topology_version()) {
     spdlog::warn("state: the topology changed since the state was written ({} -> {})",
                  persisted_topology_version_, planner_->topology_version());
   }
-  spdlog::info("state: restored {} jobs, {} link overrides, plan version {}", jobs_.size(),
-               overrides_.size(), plan_version_);
+  spdlog::info("state: {} jobs, {} link overrides, {} links inferred down, plan version {} ({})",
+               jobs_.size(), overrides_.size(), inferred_down_.size(), uint64_t(plan_version_),
+               store_->describe());
   return true;
 }
 
-void Controller::persist_locked() {
-  if (options_.state_path.empty()) return;
+cv1::PersistedState Controller::state_locked(uint64_t plan_version) const {
   cv1::PersistedState st;
   st.set_format(kStateFormat);
   st.set_topology_version(planner_->topology_version());
-  st.set_plan_version(plan_version_);
+  st.set_plan_version(plan_version);
   for (const auto& j : jobs_) *st.add_jobs() = j;
   for (const auto& [_, o] : overrides_) *st.add_link_overrides() = o;
-  for (const auto& r : reconciler_->report()) {
-    (*st.mutable_desired_version())[r.name] = r.desired_version;
+  for (const auto& l : inferred_down_) st.add_inferred_down(l);
+  for (const auto& [g, v] : desired_changed_) (*st.mutable_desired_version())[g] = v;
+  if (!store_->replicated()) {
+    for (const auto& [g, gen] : synced_generation_) (*st.mutable_synced_generation())[g] = gen;
   }
-  for (const auto& [g, gen] : synced_generation_) (*st.mutable_synced_generation())[g] = gen;
   st.set_next_job_number(next_job_number_);
-  std::string json;
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.add_whitespace = true;
-  opts.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(st, &json, opts);
+  return st;
+}
+
+void Controller::persist_locked() {
   std::string err;
-  if (!write_file_atomically(options_.state_path, json, err)) spdlog::error("state: {}", err);
+  if (!store_->commit(state_locked(plan_version_), err)) spdlog::error("state: {}", err);
+}
+
+grpc::Status Controller::not_leader_status() const {
+  auto l = store_->leadership();
+  return {grpc::StatusCode::FAILED_PRECONDITION,
+          "not the leader: " + (l.leader.empty()
+                                    ? std::string("no leader elected yet, try again")
+                                    : "the leader is " + l.leader + " at " + l.leader_address)};
 }
 
 std::map<std::string, LinkState> Controller::links_in_force_locked(bool with_inferred) const {
@@ -269,6 +260,10 @@ std::map<std::string, LinkState> Controller::links_in_force_locked(bool with_inf
 
 bool Controller::replan_locked(const std::string& why, std::vector<std::string>* changed,
                                std::string& error) {
+  if (!acting_leader_) {
+    error = not_leader_status().error_message();
+    return false;
+  }
   PlanOutput out;
   if (!planner_->compute(links_in_force_locked(true), jobs_, probe_, out, error)) return false;
   // Paths over links in force down stay in their policies at weight 0 (the path algorithm
@@ -279,8 +274,19 @@ bool Controller::replan_locked(const std::string& why, std::vector<std::string>*
     if (it == plan_.gateways.end() || !(it->second == state)) diffs.push_back(gw);
   }
   const bool first = plan_.gateways.empty() && plan_.paths.empty();
+  const uint64_t version = plan_version_ + 1;
+  // The store first: a plan that is not stored (this replica lost its lease, another one
+  // wrote) is not pushed and changes nothing here.
+  auto saved_changed = desired_changed_;
+  for (const auto& g : diffs) desired_changed_[g] = version;
+  if (!store_->commit(state_locked(version), error)) {
+    desired_changed_ = std::move(saved_changed);
+    store_refused_ = true;
+    return false;
+  }
+  store_refused_ = false;
   plan_ = std::move(out);
-  ++plan_version_;
+  plan_version_ = version;
   for (const auto& [gw, state] : plan_.gateways) {
     if (!channels_.count(gw)) continue;
     reconciler_->set_desired(gw, std::make_shared<const GatewayState>(state), plan_version_);
@@ -288,20 +294,113 @@ bool Controller::replan_locked(const std::string& why, std::vector<std::string>*
   if (changed) *changed = diffs;
   std::string list;
   for (const auto& g : diffs) list += (list.empty() ? "" : ",") + g;
-  spdlog::info("plan {}: {}; gateways changed: {}", plan_version_, why,
+  spdlog::info("plan {}: {}; gateways changed: {}", uint64_t(plan_version_), why,
                first          ? std::string("all (first plan)")
                : list.empty() ? "none"
                               : list);
-  persist_locked();
   publish(cv1::CONTROLLER_EVENT_KIND_PLAN, "", "", why + "; changed: " + list);
   return true;
 }
 
-bool Controller::start(std::string& error) {
+// A follower: the stored state, planned here but not pushed (GetPlan shows it; a takeover
+// starts from it).
+void Controller::follow() {
+  cv1::PersistedState st;
+  std::string err;
+  if (!store_->load(st, err)) {
+    spdlog::warn("follower: {}", err);
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  if (acting_leader_) return;
+  if (!st.format().empty() && !apply_loaded_locked(st, err)) {
+    spdlog::error("follower: {}", err);
+    return;
+  }
+  PlanOutput out;
+  if (!planner_->compute(links_in_force_locked(true), jobs_, probe_, out, err)) {
+    spdlog::error("follower: plan: {}", err);
+    return;
+  }
+  plan_ = std::move(out);
+  for (const auto& [gw, state] : plan_.gateways) {
+    if (!channels_.count(gw)) continue;
+    reconciler_->set_desired(gw, std::make_shared<const GatewayState>(state), plan_version_);
+  }
+  publish(cv1::CONTROLLER_EVENT_KIND_PLAN, "", "", "plan from the store (follower)");
+}
+
+// Leading: the stored state is read again (another leader may have written since this
+// replica last looked), the plan made from it is stored under this replica's term, and
+// every gateway is read before anything is pushed: every push carries a generation read
+// by this leader.
+void Controller::take_over() {
+  cv1::PersistedState st;
+  std::string err;
+  const auto l = store_->leadership();
+  if (!store_->load(st, err)) {
+    spdlog::error("takeover: {}", err);
+    return;
+  }
   {
     std::lock_guard lock(mutex_);
+    if (!st.format().empty() && !apply_loaded_locked(st, err)) {
+      spdlog::error("takeover: {}", err);
+      return;
+    }
+    acting_leader_ = true;
+    plan_ = PlanOutput{};  // every gateway's desired state is set again
+    if (!replan_locked("took over as leader (term " + std::to_string(l.term) + ")", nullptr, err)) {
+      acting_leader_ = false;
+      spdlog::error("takeover: {}", err);
+      return;
+    }
+  }
+  reconciler_->poke_all();
+  reconciler_->set_active(true);
+  spdlog::info("leader: {} (term {}), plan {}", options_.id, l.term, plan_version());
+  publish(cv1::CONTROLLER_EVENT_KIND_LEADER, "", "",
+          "leader " + options_.id + " term " + std::to_string(l.term));
+}
+
+void Controller::role_loop() {
+  while (!stopping_) {
+    {
+      std::unique_lock lock(stop_mutex_);
+      stop_cv_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stopping_.load(); });
+    }
+    if (stopping_) break;
+    uint64_t term = 0;
+    const bool may = store_->may_push(term);
+    if (may && !acting_leader_) {
+      take_over();
+    } else if (!may && acting_leader_) {
+      acting_leader_ = false;
+      reconciler_->set_active(false);
+      spdlog::warn("{}: stepped down: no longer holds the lease", options_.id);
+      publish(cv1::CONTROLLER_EVENT_KIND_LEADER, "", "", "stepped down " + options_.id);
+    } else if (!acting_leader_ && store_->changed_since_load()) {
+      follow();
+    }
+  }
+}
+
+bool Controller::start(std::string& error) {
+  if (!store_->replicated()) {
+    std::lock_guard lock(mutex_);
+    acting_leader_ = true;
     if (!replan_locked("start", nullptr, error)) return false;
     started_ = true;
+  } else {
+    // Replicas: a follower until the store says this one leads (role_loop).
+    reconciler_->set_active(false);
+    if (!store_->start(nullptr, error)) return false;
+    follow();
+    {
+      std::lock_guard lock(mutex_);
+      started_ = true;
+    }
+    role_thread_ = std::thread([this] { role_loop(); });
   }
   if (options_.watch) {
     // Every entry first: the threads look theirs up while the map no longer changes.
@@ -324,8 +423,12 @@ void Controller::stop() {
   for (auto& [_, w] : watchers_) {
     if (w->thread.joinable()) w->thread.join();
   }
+  if (role_thread_.joinable()) role_thread_.join();
   if (reconciler_) reconciler_->stop();
-  if (started_) {  // a controller that never started must not overwrite the file it refused
+  if (store_ && store_->replicated()) {
+    acting_leader_ = false;
+    store_->stop();       // gives the lease back: another replica takes over at once
+  } else if (started_) {  // one that never started must not overwrite the file it refused
     std::lock_guard lock(mutex_);
     persist_locked();
   }
@@ -422,7 +525,7 @@ void Controller::on_gateway_event(const std::string& gateway, const v1::Event& e
         for (auto it = probe_down_.begin(); it != probe_down_.end();) {
           it = it->first.first == gateway ? probe_down_.erase(it) : std::next(it);
         }
-        replan = update_inference_locked();
+        replan = acting_leader_ && update_inference_locked();
         if (replan) {
           std::string err;
           if (!replan_locked("gateway " + gateway + " (re)subscribed", nullptr, err)) {
@@ -442,7 +545,8 @@ void Controller::on_gateway_event(const std::string& gateway, const v1::Event& e
         foreign = it == synced_generation_.end() || it->second < ev.generation();
       }
       // Not (yet) known as ours: read it back. Our own pushes usually are known already;
-      // when the event wins the race the read finds nothing to do.
+      // when the event wins the race the read finds nothing to do. (A follower's reconciler
+      // is inactive: the poke only forgets what it thought runs there.)
       if (foreign) reconciler_->poke(gateway);
       break;
     }
@@ -459,7 +563,7 @@ void Controller::on_gateway_event(const std::string& gateway, const v1::Event& e
               0, ev.time_unix_ns());  // the gateway's time of the verdict
       std::lock_guard lock(mutex_);
       probe_down_[{gateway, p.path_id()}] = down;
-      if (update_inference_locked()) {
+      if (acting_leader_ && update_inference_locked()) {
         std::string err;
         if (!replan_locked("probe " + p.reason() + " on " + path_key(gateway, p.path_id()), nullptr,
                            err)) {
@@ -519,6 +623,7 @@ std::set<std::string> Controller::inferred_down() const {
 
 grpc::Status Controller::submit_job(const cv1::SubmitJobRequest& req,
                                     cv1::SubmitJobResponse& resp) {
+  if (!acting_leader_) return not_leader_status();
   if (auto why = planner_->check_job(req); !why.empty()) {
     return {grpc::StatusCode::INVALID_ARGUMENT, why};
   }
@@ -534,6 +639,10 @@ grpc::Status Controller::submit_job(const cv1::SubmitJobRequest& req,
   std::string err;
   if (!replan_locked("job " + job.job_id() + " submitted", nullptr, err)) {
     jobs_.pop_back();
+    // Not stored: the job is nowhere (no replica will place it); the submitter may retry.
+    if (store_refused_ || !acting_leader_) {
+      return {grpc::StatusCode::UNAVAILABLE, "job " + job.job_id() + " not placed: " + err};
+    }
     return {grpc::StatusCode::INVALID_ARGUMENT, err};
   }
   resp.set_job_id(job.job_id());
@@ -550,6 +659,7 @@ grpc::Status Controller::submit_job(const cv1::SubmitJobRequest& req,
 
 grpc::Status Controller::cancel_job(const cv1::CancelJobRequest& req,
                                     cv1::CancelJobResponse& resp) {
+  if (!acting_leader_) return not_leader_status();
   std::lock_guard lock(mutex_);
   auto it = std::find_if(jobs_.begin(), jobs_.end(),
                          [&](const auto& j) { return j.job_id() == req.job_id(); });
@@ -568,6 +678,7 @@ grpc::Status Controller::cancel_job(const cv1::CancelJobRequest& req,
 
 grpc::Status Controller::set_link_state(const cv1::SetLinkStateRequest& req,
                                         cv1::SetLinkStateResponse& resp) {
+  if (!acting_leader_) return not_leader_status();
   std::lock_guard lock(mutex_);
   auto topo = topology_links_.find(req.link());
   if (topo == topology_links_.end()) {
@@ -594,7 +705,8 @@ grpc::Status Controller::set_link_state(const cv1::SetLinkStateRequest& req,
   std::string err;
   if (!replan_locked("link " + req.link() + " set by operator", &changed, err)) {
     overrides_ = saved;
-    return {grpc::StatusCode::FAILED_PRECONDITION, err};
+    return {store_refused_ ? grpc::StatusCode::UNAVAILABLE : grpc::StatusCode::FAILED_PRECONDITION,
+            err};
   }
   auto links = links_in_force_locked(true);
   auto* l = resp.mutable_link();
@@ -612,6 +724,10 @@ grpc::Status Controller::set_link_state(const cv1::SetLinkStateRequest& req,
 }
 
 void Controller::get_plan(const cv1::GetPlanRequest& req, cv1::Plan& plan) const {
+  const auto leadership = store_->leadership();
+  plan.set_leader(leadership.leader);
+  plan.set_is_leader(acting_leader_ && leadership.is_leader);
+  plan.set_leader_term(leadership.term);
   std::lock_guard lock(mutex_);
   plan.set_version(plan_version_);
   plan.set_topology_version(planner_->topology_version());

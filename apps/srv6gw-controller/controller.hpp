@@ -20,6 +20,7 @@
 #include "planner.hpp"
 #include "reconciler.hpp"
 #include "srv6gw/controller/v1/controller.grpc.pb.h"
+#include "store.hpp"
 
 namespace srv6gw::sr_controller {
 
@@ -47,7 +48,10 @@ class EventHub {
 };
 
 struct ControllerOptions {
-  std::string state_path;  // "" = not persisted
+  std::string state_path;  // "" = not persisted (local store only)
+  // Where the desired state lives and who leads: null = the local store over state_path.
+  std::shared_ptr<Store> store;
+  std::string id;  // this replica's name (logs, leader record)
   ReconcilerOptions reconcile;
   bool watch = true;  // subscribe to every gateway's WatchEvents
   std::chrono::milliseconds watch_retry{500};
@@ -80,6 +84,8 @@ class Controller {
   uint64_t plan_version() const;
   // Links taken down from probe verdicts.
   std::set<std::string> inferred_down() const;
+  bool acting_leader() const { return acting_leader_.load(); }
+  Store& store() { return *store_; }
 
  private:
   Controller(ControllerOptions options, std::unique_ptr<Planner> planner);
@@ -88,6 +94,12 @@ class Controller {
   bool update_inference_locked();
   void persist_locked();
   bool load_state(std::string& error);
+  bool apply_loaded_locked(const cv1::PersistedState& st, std::string& error);
+  cv1::PersistedState state_locked(uint64_t plan_version) const;
+  grpc::Status not_leader_status() const;
+  void role_loop();
+  void take_over();
+  void follow();
   void on_pass(const PassOutcome& o);
   void watch_loop(const std::string& gateway, std::shared_ptr<grpc::Channel> channel);
   void publish(cv1::ControllerEventKind kind, const std::string& gateway, const std::string& link,
@@ -115,6 +127,14 @@ class Controller {
   std::map<std::string, uint64_t> synced_generation_;
   std::map<std::string, bool> watching_;
   std::map<std::string, std::string> targets_;
+  // Plan version at which each gateway's desired state last changed (stored per gateway:
+  // a change writes only the gateways it changes).
+  std::map<std::string, uint64_t> desired_changed_;
+
+  std::shared_ptr<Store> store_;
+  std::atomic<bool> acting_leader_{false};  // the role thread writes
+  bool store_refused_ = false;              // under mutex_: the last replan was not stored
+  std::thread role_thread_;
 
   struct Watcher {
     std::thread thread;

@@ -125,9 +125,12 @@ grpc::Status GatewayClient::read(RunningState& out) {
   return grpc::Status::OK;
 }
 
-grpc::Status GatewayClient::apply(const v1::ApplyRequest& request, v1::ApplyResponse& response) {
+grpc::Status GatewayClient::apply(const v1::ApplyRequest& request, v1::ApplyResponse& response,
+                                  uint64_t term, uint64_t plan_version) {
   grpc::ClientContext ctx;
   deadline(ctx);
+  ctx.AddMetadata("srv6gw-controller-term", std::to_string(term));
+  ctx.AddMetadata("srv6gw-plan-version", std::to_string(plan_version));
   return stub_->Apply(&ctx, request, &response);
 }
 

@@ -43,7 +43,10 @@ class GatewayClient {
 
   grpc::Status get_generation(uint64_t& generation);
   grpc::Status read(RunningState& out);
-  grpc::Status apply(const v1::ApplyRequest& request, v1::ApplyResponse& response);
+  // `term` and `plan_version` travel as gRPC metadata (srv6gw-controller-term,
+  // srv6gw-plan-version): the gateway's logs and the stand-in agent tell leaders apart.
+  grpc::Status apply(const v1::ApplyRequest& request, v1::ApplyResponse& response,
+                     uint64_t term = 0, uint64_t plan_version = 0);
 
  private:
   void deadline(grpc::ClientContext& ctx) const;

@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <thread>
 
 #include "controller.hpp"
+#include "etcd_store.hpp"
 
 namespace {
 
@@ -40,6 +42,15 @@ const char* kUsage =
     "  --backoff-max-ms N       longest retry interval of an unreachable gateway (default 5000)\n"
     "  --resync-ms N            re-read gateways in sync this often, 0 = never (default 30000)\n"
     "  --log-level LEVEL        trace, debug, info (default), warn, error\n"
+    "  --no-watch               do not subscribe to the gateways' events (no link inference)\n"
+    "replicas on etcd (docs/controller.md):\n"
+    "  --store etcd://HOST:PORT[,HOST:PORT...]  desired state in etcd, leader on a lease\n"
+    "                           (default: the local store, --state)\n"
+    "  --store-prefix P         key prefix (default /srv6gw/controller/)\n"
+    "  --lease-ttl S            leader lease TTL in seconds (default 2)\n"
+    "  --id NAME                this replica's name (default HOST:PID)\n"
+    "  --etcd-ca F [--etcd-cert F --etcd-key F] [--etcd-tls-server-name N]   TLS to etcd\n"
+    "  --fault-push-delay-ms N  (tests) pause between the lease check and each Apply\n"
     "\n"
     "ctl connection (default --socket /run/srv6gw/controller.sock):\n"
     "  --socket PATH | --target HOST:PORT (--ca F [--cert F --key F] [--tls-server-name N] |\n"
@@ -102,6 +113,8 @@ int run(std::vector<std::string> a) {
   std::string listen = kDefaultListen, tls_cert, tls_key, tls_ca;
   bool insecure_tcp = false;
   ControllerOptions opts;
+  std::string store_url;
+  EtcdStoreOptions etcd;
   for (size_t i = 0; i < a.size(); ++i) {
     auto value = [&](const char* o) -> std::string {
       if (i + 1 >= a.size()) usage_error(std::string(o) + " needs a value");
@@ -135,6 +148,27 @@ int run(std::vector<std::string> a) {
     else if (s == "--resync-ms")
       opts.reconcile.resync =
           std::chrono::milliseconds(number<unsigned>(value(s.c_str()), "--resync-ms"));
+    else if (s == "--no-watch")
+      opts.watch = false;
+    else if (s == "--store")
+      store_url = value("--store");
+    else if (s == "--store-prefix")
+      etcd.prefix = value("--store-prefix");
+    else if (s == "--lease-ttl")
+      etcd.lease_ttl = std::chrono::seconds(number<unsigned>(value(s.c_str()), "--lease-ttl"));
+    else if (s == "--id")
+      opts.id = value("--id");
+    else if (s == "--etcd-ca")
+      etcd.etcd.ca = value("--etcd-ca");
+    else if (s == "--etcd-cert")
+      etcd.etcd.cert = value("--etcd-cert");
+    else if (s == "--etcd-key")
+      etcd.etcd.key = value("--etcd-key");
+    else if (s == "--etcd-tls-server-name")
+      etcd.etcd.tls_server_name = value("--etcd-tls-server-name");
+    else if (s == "--fault-push-delay-ms")
+      opts.reconcile.fault_delay_before_apply =
+          std::chrono::milliseconds(number<unsigned>(value(s.c_str()), "--fault-push-delay-ms"));
     else if (s == "--log-level") {
       auto lvl = spdlog::level::from_str(value("--log-level"));
       spdlog::set_level(lvl);
@@ -144,6 +178,25 @@ int run(std::vector<std::string> a) {
   if (topology.empty()) usage_error("--topology FILE is required");
   if (gateways.empty()) usage_error("--gateways FILE is required");
   if (state != "none") opts.state_path = state;
+  if (opts.id.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    opts.id = std::string(host) + ":" + std::to_string(::getpid());
+  }
+  std::string err;
+  if (!store_url.empty()) {
+    if (etcd.lease_ttl.count() < 1) usage_error("--lease-ttl must be >= 1 s");
+    if (!parse_etcd_url(store_url, etcd.etcd.endpoints, err)) usage_error(err);
+    etcd.id = opts.id;
+    etcd.address = listen;
+    auto store = EtcdStore::create(etcd, err);
+    if (!store) {
+      std::cerr << "srv6gw-controller: " << err << "\n";
+      return kExitFailed;
+    }
+    opts.store = std::move(store);
+    opts.state_path.clear();
+  }
 
   cv1::ControllerConfig cfg;
   {
@@ -154,7 +207,6 @@ int run(std::vector<std::string> a) {
       return kExitFailed;
     }
   }
-  std::string err;
   auto planner = load_topology_planner(topology, err);
   if (!planner) {
     std::cerr << "srv6gw-controller: " << topology << ": " << err << "\n";
@@ -211,8 +263,9 @@ int run(std::vector<std::string> a) {
     server->Shutdown();
     return kExitFailed;
   }
-  spdlog::info("srv6gw-controller: serving on {}, {} gateways, plan {}", where, cfg.gateways_size(),
-               controller->plan_version());
+  spdlog::info("srv6gw-controller {}: serving on {}, {} gateways, plan {}, store {}", opts.id,
+               where, cfg.gateways_size(), controller->plan_version(),
+               controller->store().describe());
   int sig = 0;
   sigwait(&stop, &sig);
   spdlog::info("srv6gw-controller: stopping (signal {})", sig);
@@ -316,6 +369,8 @@ int ctl(std::vector<std::string> a) {
     std::printf("plan %lu, topology %s, %d jobs, %d links not as the topology says\n",
                 (unsigned long)plan.version(), plan.topology_version().c_str(), plan.jobs_size(),
                 plan.links_size());
+    std::printf("leader %s%s (term %lu)\n", plan.leader().c_str(),
+                plan.is_leader() ? " (this replica)" : "", (unsigned long)plan.leader_term());
     for (const auto& l : plan.links()) {
       std::printf("  link %-24s %-4s %8.1f Gbit/s  %s\n", l.link().c_str(), l.up() ? "up" : "down",
                   l.capacity_gbps(), cv1::LinkOrigin_Name(l.origin()).c_str());

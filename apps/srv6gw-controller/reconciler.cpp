@@ -19,6 +19,8 @@ const char* kind_name(PassOutcome::Kind k) {
       return "unreachable";
     case PassOutcome::Kind::refused:
       return "refused";
+    case PassOutcome::Kind::not_leader:
+      return "not-leader";
   }
   return "?";
 }
@@ -115,6 +117,14 @@ void Reconciler::poke(const std::string& name) {
   cv_.notify_one();
 }
 
+void Reconciler::set_active(bool active) {
+  {
+    std::lock_guard lock(mutex_);
+    active_ = active;
+  }
+  cv_.notify_all();
+}
+
 void Reconciler::poke_all() {
   {
     std::lock_guard lock(mutex_);
@@ -154,6 +164,10 @@ Reconciler::Gateway* Reconciler::pick_locked(Clock::time_point now, Clock::time_
 void Reconciler::run() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
+    if (!active_) {
+      cv_.wait(lock);
+      continue;
+    }
     Clock::time_point next_due;
     Gateway* g = pick_locked(Clock::now(), next_due);
     if (!g) {
@@ -200,6 +214,7 @@ void Reconciler::pass(Gateway& g) {
   unsigned stale = 0;
   grpc::Status st;
   bool done = false;
+  bool not_leader = false;
   while (!done) {
     if (!cached) {
       RunningState running;
@@ -223,7 +238,15 @@ void Reconciler::pass(Gateway& g) {
     for (auto& c : changes) *req.add_changes() = std::move(c);
     req.set_expected_generation(cached_generation);
     v1::ApplyResponse resp;
-    st = g.client.apply(req, resp);
+    uint64_t term = 0;
+    if (options_.may_push && !options_.may_push(term)) {
+      not_leader = true;
+      break;
+    }
+    if (options_.fault_delay_before_apply.count() > 0) {
+      std::this_thread::sleep_for(options_.fault_delay_before_apply);
+    }
+    st = g.client.apply(req, resp, term, version);
     if (st.ok()) {
       out.kind = PassOutcome::Kind::pushed;
       out.generation = resp.generation();
@@ -270,6 +293,15 @@ void Reconciler::pass(Gateway& g) {
         g.last_push_ms = out.millis;
       }
       if (g.desired_version == version) g.lagging = false;
+    } else if (not_leader) {
+      // Not ours to push any more: no backoff, no error; tried again if this replica leads
+      // again (set_active, poke_all).
+      out.kind = PassOutcome::Kind::not_leader;
+      g.cached.reset();
+      if (!g.dirty) {
+        g.dirty = true;
+        g.due = Clock::now() + std::chrono::milliseconds(50);
+      }
     } else {
       g.cached.reset();
       out.code = st.error_code();
@@ -310,6 +342,8 @@ void Reconciler::pass(Gateway& g) {
   } else if (out.kind == PassOutcome::Kind::refused) {
     spdlog::error("gateway {}: plan {} refused: {}: {}", g.name, version, code_name(out.code),
                   out.message);
+  } else if (out.kind == PassOutcome::Kind::not_leader) {
+    spdlog::info("gateway {}: plan {} not pushed: this replica no longer leads", g.name, version);
   } else if (out.kind != PassOutcome::Kind::in_sync) {
     spdlog::warn("gateway {}: plan {} not pushed ({}: {}), retry in {} ms", g.name, version,
                  code_name(out.code), out.message, retry_in.count());

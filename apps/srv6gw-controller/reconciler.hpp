@@ -34,13 +34,20 @@ struct ReconcilerOptions {
   // A gateway in sync is read again after this long (drift made by someone else, a gateway
   // restarted without its state file). 0 = never (events and pokes only).
   std::chrono::milliseconds resync{30000};
+  // Fencing (replicas on etcd): asked before every Apply; false = this replica may not push
+  // (its lease ran out): the pass ends at once, nothing is sent. Sets the leader term the
+  // push is stamped with (gRPC metadata srv6gw-controller-term). Unset: always allowed.
+  std::function<bool(uint64_t& term)> may_push;
+  // Fault injection for the fencing test only (--fault-push-delay-ms): a pause between the
+  // leadership check and the Apply, the window a stalled or deposed leader pushes in.
+  std::chrono::milliseconds fault_delay_before_apply{0};
 };
 
 using Clock = std::chrono::steady_clock;
 
 // What one pass ended with, for the controller's events, logs and persisted state.
 struct PassOutcome {
-  enum class Kind { pushed, in_sync, stale, unreachable, refused };
+  enum class Kind { pushed, in_sync, stale, unreachable, refused, not_leader };
   Kind kind = Kind::in_sync;
   std::string gateway;
   uint64_t version = 0;       // desired version the pass worked for
@@ -86,6 +93,9 @@ class Reconciler {
   // stream after a restart): forget what we think runs there and reconcile now.
   void poke(const std::string& name);
   void poke_all();
+  // Passes run only while active (a replica that leads). Inactive: desired states are kept
+  // (GetPlan shows them) but nothing is read or pushed.
+  void set_active(bool active);
 
   std::vector<GatewayReport> report() const;
   std::optional<GatewayReport> report(const std::string& name) const;
@@ -107,6 +117,7 @@ class Reconciler {
   std::map<std::string, std::unique_ptr<Gateway>> gateways_;
   std::vector<std::thread> threads_;
   bool stopping_ = false;
+  bool active_ = true;
 };
 
 }  // namespace srv6gw::sr_controller

@@ -15,20 +15,13 @@
 
 #include "config/loader.hpp"
 #include "config/yang_util.hpp"
+#include "pathalg/cat.hpp"
 
 namespace srv6gw::pathalg {
 namespace {
 
 constexpr const char* kModule = "srv6gw-topology";
 constexpr const char* kRoot = "/srv6gw-topology:topology";
-
-// Concatenation by appending: GCC 12's -Wrestrict misfires on "literal" + std::string.
-template <typename... Parts>
-std::string cat(const Parts&... parts) {
-  std::string s;
-  (s += ... += parts);
-  return s;
-}
 
 using config::yang::as_uint;
 using config::yang::CtxPtr;

@@ -60,6 +60,7 @@ void normalize(v1::SrPolicy& p) {
   auto* sel = p.mutable_selection();
   if (sel->mode() == v1::SELECTION_MODE_UNSPECIFIED) sel->set_mode(v1::SELECTION_MODE_FLOW);
   if (!sel->has_flowlet_gap_us()) sel->set_flowlet_gap_us(50);
+  if (!sel->has_idle_gap_us()) sel->set_idle_gap_us(1000);  // config::kDefaultIdleGapUs
   for (auto& sl : *p.mutable_segment_lists()) {
     if (!sl.has_weight()) sl.set_weight(1);
     for (auto& sid : *sl.mutable_sids()) sid = canonical_address(sid);

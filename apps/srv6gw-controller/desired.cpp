@@ -3,6 +3,8 @@
 
 #include <arpa/inet.h>
 
+#include "config/model.hpp"
+
 #include <google/protobuf/util/message_differencer.h>
 
 #include <cstdlib>
@@ -59,8 +61,11 @@ void normalize(v1::SrPolicy& p) {
   if (f->usid_bits() == 0) f->set_usid_bits(16);
   auto* sel = p.mutable_selection();
   if (sel->mode() == v1::SELECTION_MODE_UNSPECIFIED) sel->set_mode(v1::SELECTION_MODE_FLOW);
-  if (!sel->has_flowlet_gap_us()) sel->set_flowlet_gap_us(50);
-  if (!sel->has_idle_gap_us()) sel->set_idle_gap_us(1000);  // config::kDefaultIdleGapUs
+  // Unset gaps read back as the gateway's defaults: compare them as such, or every read
+  // would differ from the plan and the policy be pushed again forever.
+  const config::Policy defaults;
+  if (!sel->has_flowlet_gap_us()) sel->set_flowlet_gap_us(defaults.flowlet_gap_us);
+  if (!sel->has_idle_gap_us()) sel->set_idle_gap_us(defaults.idle_gap_us);
   for (auto& sl : *p.mutable_segment_lists()) {
     if (!sl.has_weight()) sl.set_weight(1);
     for (auto& sid : *sl.mutable_sids()) sid = canonical_address(sid);

@@ -449,7 +449,19 @@ TEST_F(ControllerTest, WatchStreamsAreFollowedAndARestartedGatewayIsBroughtBack)
   }
   auto p = plan(*c, false);
   EXPECT_EQ(p.gateways(2).counters().pushes(), 2u);
-  for (const auto& g : p.gateways()) EXPECT_TRUE(g.watching()) << g.name();
+  // The reconciler's retry can bring the gateway back before its event stream is open again
+  // (the watch waits watch_retry between attempts): wait for the stream, don't race it.
+  const auto all_watching = [&] {
+    p = plan(*c, false);
+    for (const auto& g : p.gateways()) {
+      if (!g.watching()) return false;
+    }
+    return true;
+  };
+  while (!all_watching()) {
+    ASSERT_LT(std::chrono::steady_clock::now() - t0, 10s) << "an event stream was not reopened";
+    std::this_thread::sleep_for(20ms);
+  }
 }
 
 TEST_F(ControllerTest, ServiceOverGrpc) {

@@ -26,9 +26,10 @@ struct SimLinks {
 // hosts' own links included), in order.
 struct SimPath {
   std::vector<uint32_t> links;
-  double weight = 1.0;              // the path algorithm's weight (capacity-proportional)
-  std::string load_group;           // the gateway's `balanced` load group: its first SID
-  std::vector<net::Ipv6Addr> sids;  // the segment list the gateway would push
+  double weight = 1.0;  // the path algorithm's weight (capacity-proportional)
+  // The segment list the gateway would push; its first SID is the list's load group in
+  // `balanced` mode (the spine of a 2-tier path), as the gateway's compile_policy keys it.
+  std::vector<net::Ipv6Addr> sids;
   uint32_t path_id = 0;
 };
 

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "engine.hpp"
 #include "pathalg_fabric.hpp"
@@ -87,6 +89,28 @@ TEST(PathalgFabric, PlacementComesFromThePathAlgorithmModule) {
   // Single-path per flow, and as good as spraying on the symmetric fabric.
   for (uint32_t p : r.path_of_demand) ASSERT_NE(p, UINT32_MAX);
   EXPECT_NEAR(simulate({r.capacity_bps}, r.workload).completion_s, kPair * 8 / (kNic / 15), 1e-9);
+}
+
+TEST(PathalgFabric, BalancedCountsEachFirstHopAcrossAllPoliciesOfAGateway) {
+  // The gateway's balanced mode keys load by first SID across all policies of a worker:
+  // host 0's 12 flows to the other leaves (12 policies, 4 paths each) go 3 to each spine,
+  // and with NCCL's order (peers 1, 2, ..., 15) they rotate over the spines in path order.
+  const auto fab = make_pathalg_fabric(kTopologies + "/leafspine-16.json", {}, {}, no_latency());
+  const auto d = alltoall(16, kMessage);
+  const Routed r = route(*fab, d, Scheme::balanced);
+  std::map<std::string, int> per_spine;
+  std::vector<std::string> order;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (d[i].src != 0 || d[i].dst < 4) continue;  // hosts 1..3 share host 0's leaf
+    const auto paths = fab->paths(d[i].src, d[i].dst);
+    ASSERT_LT(r.path_of_demand[i], paths.size());
+    const std::string first = net::to_string(paths[r.path_of_demand[i]].sids.front());
+    ++per_spine[first];
+    order.push_back(first);
+  }
+  ASSERT_EQ(per_spine.size(), 4u);
+  for (const auto& [sid, n] : per_spine) EXPECT_EQ(n, 3) << sid;
+  for (size_t k = 4; k < order.size(); ++k) EXPECT_EQ(order[k], order[k - 4]) << k;
 }
 
 TEST(PathalgFabric, UnknownLinkIsRefusedByName) {

@@ -216,9 +216,12 @@ class TwoSpineFabric : public SimFabric {
     for (int s = 0; s < 2; ++s) {
       const uint32_t b = 4 + 4 * uint32_t(s);
       const double w = s == 0 ? w0 : w1;
-      const std::string g = "spine" + std::to_string(s);
-      fwd_.push_back({{0, b, b + 1, 3}, w, g, {}, uint32_t(s + 1)});
-      rev_.push_back({{2, b + 2, b + 3, 1}, w, g, {}, uint32_t(s + 1)});
+      // Segment lists: the spine's SID, then the destination leaf's.
+      const net::Ipv6Addr spine = *net::parse_ipv6("fc00:0:" + std::to_string(s + 1) + "::");
+      fwd_.push_back(
+          {{0, b, b + 1, 3}, w, {spine, *net::parse_ipv6("fc00:1:1::")}, uint32_t(s + 1)});
+      rev_.push_back(
+          {{2, b + 2, b + 3, 1}, w, {spine, *net::parse_ipv6("fc00:1::")}, uint32_t(s + 1)});
     }
   }
   const SimLinks& links() const override { return links_; }

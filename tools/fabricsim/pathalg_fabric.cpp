@@ -166,8 +166,6 @@ class PathalgFabric : public SimFabric {
       std::string err;
       if (!pa::build_sids(*cache_, list.nodes(i), sopt, p.sids, &err))
         throw std::runtime_error("segment list: " + err);
-      // The gateway's default load group: the first SID (the spine of a 2-tier path).
-      p.load_group = p.sids.empty() ? std::string() : net::to_string(p.sids.front());
       p.path_id = uint32_t(i + 1);
       out.push_back(std::move(p));
     }

@@ -9,7 +9,6 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 
 #include "policy/compiled_policy.hpp"
 #include "policy/selection.hpp"
@@ -53,45 +52,100 @@ std::vector<uint32_t> integer_weights(std::span<const SimPath> paths) {
   return w;
 }
 
-// The gateway's compiled policy for one (source, destination) pair's paths: its bucket
-// table depends only on the weights (in segment-list order), so one compile serves every
-// pair with the same weights.
+// One (source, destination) pair's SR policy in the gateway's configuration model, as
+// lib/pathalg's plan writes it (segment lists in path order, SIDs from pathalg::build_sids,
+// capacity-proportional weights, no load-group: the first SID is the group), compiled by the
+// gateway's own compile_policy.
+std::unique_ptr<const policy::CompiledPolicy> compile(std::span<const SimPath> paths,
+                                                      config::SelectionMode mode) {
+  const std::vector<uint32_t> w = integer_weights(paths);
+  config::Policy p;
+  p.name = "fabricsim";
+  p.selection = mode;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    config::SegmentList sl;
+    sl.name = std::string(1, 'p');
+    sl.name += std::to_string(i);
+    sl.path_id = uint16_t(i + 1);
+    sl.weight = w[i];
+    sl.sids = paths[i].sids;
+    if (sl.sids.empty()) {  // a path with no SID (test fabrics): the template needs one
+      net::Ipv6Addr a{};
+      a.bytes[0] = 0xfc;
+      a.bytes[15] = uint8_t(i + 1);
+      sl.sids.push_back(a);
+    }
+    p.segment_lists.push_back(std::move(sl));
+  }
+  policy::CompileEnv env;
+  env.default_source.bytes[0] = 0xfc;
+  env.default_source.bytes[15] = 1;
+  config::ConfigError err;
+  auto cp = policy::compile_policy(p, env, {}, err);
+  if (!cp) throw std::runtime_error("compile_policy: " + err.path + ": " + err.message);
+  return cp;
+}
+
+// `flow` mode's bucket table depends only on the weights (in segment-list order), so one
+// compile serves every pair with the same weights.
 class BucketTables {
  public:
   const policy::CompiledPolicy& get(std::span<const SimPath> paths) {
     const std::vector<uint32_t> w = integer_weights(paths);
     auto it = cache_.find(w);
     if (it != cache_.end()) return *it->second;
-    config::Policy p;
-    p.name = "fabricsim";
-    p.selection = config::SelectionMode::flow;
-    for (size_t i = 0; i < paths.size(); ++i) {
-      config::SegmentList sl;
-      sl.name = std::string(1, 'p');
-      sl.name += std::to_string(i);
-      sl.path_id = uint16_t(i + 1);
-      sl.weight = w[i];
-      sl.sids = paths[i].sids;
-      if (sl.sids.empty()) {  // the bucket table does not read SIDs; the template needs one
-        net::Ipv6Addr a{};
-        a.bytes[0] = 0xfc;
-        a.bytes[15] = uint8_t(i + 1);
-        sl.sids.push_back(a);
-      }
-      p.segment_lists.push_back(std::move(sl));
-    }
-    policy::CompileEnv env;
-    env.default_source.bytes[0] = 0xfc;
-    env.default_source.bytes[15] = 1;
-    config::ConfigError err;
-    auto cp = policy::compile_policy(p, env, {}, err);
-    if (!cp) throw std::runtime_error("compile_policy: " + err.path + ": " + err.message);
-    return *cache_.emplace(w, std::move(cp)).first->second;
+    return *cache_.emplace(w, compile(paths, config::SelectionMode::flow)).first->second;
   }
 
  private:
   std::map<std::vector<uint32_t>, std::unique_ptr<const policy::CompiledPolicy>> cache_;
 };
+
+// The inner L3 length of a flow's first packet, which balanced mode adds to its group's
+// recent bytes (the pipeline passes the packet's l3_len): a full 4096-byte RoCEv2 payload
+// with UDP (8), BTH (12) and ICRC (4) behind the inner IP header.
+uint32_t first_packet_inner_bytes(const net::IpAddr& inner) {
+  return (inner.family == net::Family::ipv4 ? 20u : 40u) + 8u + 12u + 4096u + 4u;
+}
+
+// `balanced` mode: the gateway's own selection (policy::select_path on a policy compiled in
+// `balanced` mode). Each source gateway is one worker with its own SelectorState; each
+// flow's first packet is one select call with the pipeline's flow hash (inner src, inner
+// dst, DestQP), in the collective's start order. Every flow starts at the same instant
+// (the collective's start), so one TSC value is passed to all: no flow is idle past the
+// gap, every placed flow keeps counting as load, as it does while it sends. Sources do not
+// share state, so they are processed one after the other (one 1.3 MB SelectorState alive).
+std::vector<uint32_t> balanced_choices(const SimFabric& fab, std::span<const Demand> demands) {
+  const auto& hosts = fab.hosts();
+  const uint32_t n = uint32_t(demands.size());
+  std::vector<std::vector<uint32_t>> by_source(hosts.size());
+  for (uint32_t i = 0; i < n; ++i) by_source.at(demands[i].src).push_back(i);
+  constexpr uint64_t kCollectiveStartTsc = 1;
+  std::vector<uint32_t> choice(n, UINT32_MAX);
+  for (uint32_t src = 0; src < hosts.size(); ++src) {
+    if (by_source[src].empty()) continue;
+    policy::SelectorState worker(1);  // one policy slot: SWRR cursors are not used here
+    std::map<uint32_t, std::unique_ptr<const policy::CompiledPolicy>> policy_to;  // by dst
+    for (uint32_t i : by_source[src]) {
+      const Demand& d = demands[i];
+      auto it = policy_to.find(d.dst);
+      if (it == policy_to.end()) {
+        const auto paths = fab.paths(d.src, d.dst);
+        if (paths.empty())
+          throw std::runtime_error("no path from " + hosts[d.src].name + " to " +
+                                   hosts[d.dst].name);
+        it = policy_to.emplace(d.dst, compile(paths, config::SelectionMode::balanced)).first;
+      }
+      const uint32_t h = policy::flow_hash(hosts[d.src].inner, hosts[d.dst].inner, d.qp);
+      const uint8_t path = policy::select_path(*it->second, 0, h, /*opcode: RDMA WRITE First*/ 0x06,
+                                               kCollectiveStartTsc, worker,
+                                               first_packet_inner_bytes(hosts[d.src].inner));
+      if (path == policy::kNoPath) throw std::runtime_error("no usable path for balanced");
+      choice[i] = path;
+    }
+  }
+  return choice;
+}
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -149,25 +203,7 @@ Routed route(const SimFabric& fab, std::span<const Demand> demands, Scheme schem
       choice[i] = path;
     }
   } else if (scheme == Scheme::balanced) {
-    // Per source gateway: flows per load group, across all of its policies.
-    std::vector<std::unordered_map<std::string, uint32_t>> load(hosts.size());
-    for (uint32_t i = 0; i < n; ++i) {
-      const Demand& d = demands[i];
-      const auto paths = fab.paths(d.src, d.dst);
-      uint32_t best = UINT32_MAX;
-      double best_load = std::numeric_limits<double>::infinity();
-      for (uint32_t k = 0; k < paths.size(); ++k) {
-        if (!(paths[k].weight > 0)) continue;
-        const double l = double(load[d.src][paths[k].load_group]) / paths[k].weight;
-        if (l < best_load) {
-          best_load = l;
-          best = k;
-        }
-      }
-      if (best == UINT32_MAX) throw std::runtime_error("no usable path for balanced");
-      ++load[d.src][paths[best].load_group];
-      choice[i] = best;
-    }
+    choice = balanced_choices(fab, demands);
   } else if (scheme == Scheme::placement) {
     choice = fab.place(demands);
     if (choice.size() != n) throw std::runtime_error("placement returned a wrong count");

@@ -4,9 +4,9 @@
 //              by its own flow hash (policy::flow_hash of inner src, inner dst, DestQP).
 //   spray      `packet` mode with equal weights: every path carries 1/k of the flow's rate.
 //   wspray     `packet` mode with the path algorithm's capacity-proportional weights.
-//   balanced   `balanced` mode: per source gateway, in arrival order, each flow goes to the
-//              usable path whose load group (first SID) carries the fewest flows relative to
-//              the path's weight; ties to the lowest index. Sticky per flow.
+//   balanced   `balanced` mode: the gateway's own policy::select_path on policies compiled
+//              in balanced mode, one SelectorState per source gateway (one worker), one
+//              select call per flow's first packet in the collective's start order.
 //   placement  application-aware: the path algorithm module's placement from flow sizes.
 // Rerouting after a degradation is any of these run with paths, weights and placement
 // recomputed by the path algorithm module on the degraded topology (main.cpp).

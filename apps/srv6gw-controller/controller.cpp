@@ -463,8 +463,8 @@ void Controller::watch_loop(const std::string& gateway, std::shared_ptr<grpc::Ch
       watching_[gateway] = false;
     }
     if (was_watching && !stopping_) {
-      spdlog::warn("gateway {}: event stream ended ({}: {})", gateway, code_name(st.error_code()),
-                   st.error_message());
+      spdlog::warn("gateway {}: event stream ended ({}: {})", gateway,
+                   status_code_name(st.error_code()), st.error_message());
     }
     std::unique_lock lock(stop_mutex_);
     stop_cv_.wait_for(lock, options_.watch_retry, [this] { return stopping_.load(); });
@@ -586,7 +586,7 @@ void Controller::on_pass(const PassOutcome& o) {
             o.generation, o.done_unix_ns);
   } else if (o.kind == PassOutcome::Kind::refused || o.kind == PassOutcome::Kind::unreachable) {
     publish(cv1::CONTROLLER_EVENT_KIND_PUSH_FAILED, o.gateway, "",
-            std::string(kind_name(o.kind)) + ": " + code_name(o.code) + ": " + o.message, 0,
+            std::string(kind_name(o.kind)) + ": " + status_code_name(o.code) + ": " + o.message, 0,
             o.done_unix_ns);
   }
   // The generations our pushes produced are written with the next plan (or at stop), not

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "agent/client_channel.hpp"
 #include "desired.hpp"
 #include "srv6gw/controller/v1/controller.pb.h"
 #include "srv6gw/v1/srv6gw.grpc.pb.h"
@@ -19,8 +20,9 @@ namespace cv1 = ::srv6gw::controller::v1;
 
 // A channel to `ep.target`: "unix:PATH" (or an absolute path) without transport security;
 // "HOST:PORT" with TLS (ep.ca, and ep.cert/ep.key for mutual TLS) or, with ep.insecure,
-// plain TCP. Returns null and sets `error` when a PEM file cannot be read or the endpoint
-// asks for TCP without either.
+// plain TCP (agent::make_client_channel), with a short reconnect backoff and, on a unix
+// socket, the gateway's name as authority. Returns null and sets `error` (naming the
+// gateway) when a PEM file cannot be read or the endpoint asks for TCP without either.
 std::shared_ptr<grpc::Channel> make_channel(const cv1::GatewayEndpoint& ep, std::string& error);
 
 // The gateway's running state as one read: GetState's generation, then every page of
@@ -56,7 +58,6 @@ class GatewayClient {
   std::chrono::milliseconds call_timeout_;
 };
 
-// "UNAVAILABLE" for grpc::StatusCode::UNAVAILABLE, ...
-const char* code_name(grpc::StatusCode code);
+using agent::status_code_name;
 
 }  // namespace srv6gw::sr_controller

@@ -312,8 +312,8 @@ void deadline(grpc::ClientContext& ctx, double s) {
 }
 
 int failed(const grpc::Status& st) {
-  std::cerr << "srv6gw-controller: " << code_name(st.error_code()) << ": " << st.error_message()
-            << "\n";
+  std::cerr << "srv6gw-controller: " << status_code_name(st.error_code()) << ": "
+            << st.error_message() << "\n";
   return kExitFailed;
 }
 
@@ -491,7 +491,7 @@ int ctl(std::vector<std::string> a) {
           return kExitOk;
         }
       } else {
-        why = std::string(code_name(st.error_code())) + ": " + st.error_message();
+        why = std::string(status_code_name(st.error_code())) + ": " + st.error_message();
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     } while (std::chrono::steady_clock::now() < end);

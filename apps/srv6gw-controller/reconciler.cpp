@@ -306,7 +306,7 @@ void Reconciler::pass(Gateway& g) {
       g.cached.reset();
       out.code = st.error_code();
       out.message = st.error_message();
-      g.last_error = std::string(code_name(st.error_code())) + ": " + st.error_message();
+      g.last_error = std::string(status_code_name(st.error_code())) + ": " + st.error_message();
       const auto code = st.error_code();
       if (code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED ||
           code == grpc::StatusCode::CANCELLED || code == grpc::StatusCode::UNKNOWN) {
@@ -340,13 +340,13 @@ void Reconciler::pass(Gateway& g) {
     spdlog::info("gateway {}: plan {} pushed, {} changes, generation {} ({:.1f} ms)", g.name,
                  version, out.changes, out.generation, out.millis);
   } else if (out.kind == PassOutcome::Kind::refused) {
-    spdlog::error("gateway {}: plan {} refused: {}: {}", g.name, version, code_name(out.code),
-                  out.message);
+    spdlog::error("gateway {}: plan {} refused: {}: {}", g.name, version,
+                  status_code_name(out.code), out.message);
   } else if (out.kind == PassOutcome::Kind::not_leader) {
     spdlog::info("gateway {}: plan {} not pushed: this replica no longer leads", g.name, version);
   } else if (out.kind != PassOutcome::Kind::in_sync) {
     spdlog::warn("gateway {}: plan {} not pushed ({}: {}), retry in {} ms", g.name, version,
-                 code_name(out.code), out.message, retry_in.count());
+                 status_code_name(out.code), out.message, retry_in.count());
   }
   if (observer_) observer_(out);
 }

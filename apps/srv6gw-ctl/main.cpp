@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/client_channel.hpp"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "srv6gw/v1/srv6gw.grpc.pb.h"
 
@@ -145,58 +146,20 @@ Cli parse_cli(int argc, char** argv) {
 }
 
 std::shared_ptr<grpc::Channel> connect(const Cli& c, std::string& where) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetMaxSendMessageSize(-1);
-  if (!c.socket.empty()) {
-    where = "unix:" + c.socket;
-    return grpc::CreateCustomChannel(where, grpc::InsecureChannelCredentials(), args);
+  where = c.socket.empty() ? c.target : "unix:" + c.socket;
+  srv6gw::agent::ChannelTarget t{where, c.ca, c.cert, c.key, c.server_name, c.insecure};
+  std::string error;
+  auto channel = srv6gw::agent::make_client_channel(t, grpc::ChannelArguments(), error);
+  if (!channel) {
+    std::cerr << "srv6gw-ctl: " << error << "\n";
+    std::exit(kExitFailed);
   }
-  where = c.target;
-  if (c.insecure && c.ca.empty()) {
-    return grpc::CreateCustomChannel(where, grpc::InsecureChannelCredentials(), args);
-  }
-  grpc::SslCredentialsOptions ssl;
-  ssl.pem_root_certs = read_file(c.ca);
-  if (!c.cert.empty()) {
-    ssl.pem_cert_chain = read_file(c.cert);
-    ssl.pem_private_key = read_file(c.key);
-  }
-  if (!c.server_name.empty()) args.SetSslTargetNameOverride(c.server_name);
-  return grpc::CreateCustomChannel(where, grpc::SslCredentials(ssl), args);
-}
-
-const char* code_name(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK:
-      return "OK";
-    case grpc::StatusCode::CANCELLED:
-      return "CANCELLED";
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return "UNIMPLEMENTED";
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return "PERMISSION_DENIED";
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    default:
-      return "ERROR";
-  }
+  return channel;
 }
 
 int fail(const grpc::Status& st, const std::string& where) {
-  std::cerr << "srv6gw-ctl: " << code_name(st.error_code()) << ": " << st.error_message();
+  std::cerr << "srv6gw-ctl: " << srv6gw::agent::status_code_name(st.error_code()) << ": "
+            << st.error_message();
   if (st.error_code() == grpc::StatusCode::UNAVAILABLE) std::cerr << " (" << where << ")";
   std::cerr << "\n";
   return kExitFailed;

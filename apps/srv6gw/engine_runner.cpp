@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "policy/runtime.hpp"
@@ -200,8 +201,8 @@ std::string EngineRunner::report() const {
       stats_.events, a.ce_seen, a.cnp_sent, a.cnp_sent_reflected, a.cnp_reflected, a.cnp_fallback,
       a.cnp_unattributed, a.unknown_path);
   s += "engine: decisions";
-  for (size_t r = 0; r < size_t(engine::Reason::count_); ++r)
-    s += fmt::format(" {}={}", engine::to_string(engine::Reason(r)), c.decisions[r]);
+  for (size_t r = 0; r < engine::kReasonNames.size(); ++r)
+    s += fmt::format(" {}={}", engine::kReasonNames[r], c.decisions[r]);
   s += fmt::format(", {} publications ({} failed)\n", stats_.publishes, stats_.publish_errors);
   if (stats_.reactions)
     s += fmt::format(
@@ -218,34 +219,43 @@ std::string EngineRunner::report() const {
 }
 
 std::string EngineRunner::json() const {
+  using nlohmann::json;
   const engine::EngineCounters& c = engine_.counters();
   const engine::AttributionCounters& a = attributor_.counters();
-  std::string s = fmt::format(
-      "{{\"polls\":{},\"events\":{},\"ce_seen\":{},\"cnp_sent\":{},\"cnp_sent_reflected\":{},"
-      "\"cnp_reflected\":{},\"cnp_fallback\":{},\"cnp_unattributed\":{},\"unknown_path\":{},"
-      "\"publications\":{},\"publish_errors\":{},\"reactions\":{},\"last_reaction_ns\":{},"
-      "\"max_reaction_ns\":{},\"last_engine_ns\":{},\"max_engine_ns\":{},\"busy_ns\":{},"
-      "\"events_published\":{},\"probe_last_path_kept\":{},\"decisions\":{{",
-      stats_.polls, stats_.events, a.ce_seen, a.cnp_sent, a.cnp_sent_reflected, a.cnp_reflected,
-      a.cnp_fallback, a.cnp_unattributed, a.unknown_path, stats_.publishes, stats_.publish_errors,
-      stats_.reactions, stats_.last_reaction_ns, stats_.max_reaction_ns, stats_.last_engine_ns,
-      stats_.max_engine_ns, stats_.busy_ns, stats_.events_published, c.probe_last_path_kept);
-  for (size_t r = 0; r < size_t(engine::Reason::count_); ++r)
-    s += fmt::format("{}\"{}\":{}", r ? "," : "", engine::to_string(engine::Reason(r)),
-                     c.decisions[r]);
-  s += "},\"paths\":[";
-  bool first = true;
-  for (const engine::PathView& v : engine_.paths()) {
-    s += fmt::format(
-        "{}{{\"policy\":\"{}\",\"segment_list\":\"{}\",\"path_id\":{},\"factor\":{:.6f},"
-        "\"score\":{:.6f},\"excluded\":{},\"admin_down\":{},\"probe_down\":{},"
-        "\"evidence\":{}}}",
-        first ? "" : ",", v.policy, v.segment_list, v.path_id, v.factor, v.score, v.excluded,
-        v.admin_down, v.probe_down, v.evidence_total);
-    first = false;
-  }
-  s += "]}";
-  return s;
+  json j = {{"polls", stats_.polls},
+            {"events", stats_.events},
+            {"ce_seen", a.ce_seen},
+            {"cnp_sent", a.cnp_sent},
+            {"cnp_sent_reflected", a.cnp_sent_reflected},
+            {"cnp_reflected", a.cnp_reflected},
+            {"cnp_fallback", a.cnp_fallback},
+            {"cnp_unattributed", a.cnp_unattributed},
+            {"unknown_path", a.unknown_path},
+            {"publications", stats_.publishes},
+            {"publish_errors", stats_.publish_errors},
+            {"reactions", stats_.reactions},
+            {"last_reaction_ns", stats_.last_reaction_ns},
+            {"max_reaction_ns", stats_.max_reaction_ns},
+            {"last_engine_ns", stats_.last_engine_ns},
+            {"max_engine_ns", stats_.max_engine_ns},
+            {"busy_ns", stats_.busy_ns},
+            {"events_published", stats_.events_published},
+            {"probe_last_path_kept", c.probe_last_path_kept}};
+  json& decisions = j["decisions"] = json::object();
+  for (size_t r = 0; r < engine::kReasonNames.size(); ++r)
+    decisions[engine::kReasonNames[r]] = c.decisions[r];
+  json& paths = j["paths"] = json::array();
+  for (const engine::PathView& v : engine_.paths())
+    paths.push_back({{"policy", v.policy},
+                     {"segment_list", v.segment_list},
+                     {"path_id", v.path_id},
+                     {"factor", v.factor},
+                     {"score", v.score},
+                     {"excluded", v.excluded},
+                     {"admin_down", v.admin_down},
+                     {"probe_down", v.probe_down},
+                     {"evidence", v.evidence_total}});
+  return j.dump();
 }
 
 }  // namespace srv6gw::app

@@ -19,7 +19,6 @@ namespace srv6gw::app {
 namespace {
 
 constexpr unsigned kReplyBatch = 256;
-constexpr uint16_t kEthLen = 14;
 constexpr uint16_t kEthTypeIpv6 = 0x86DD;
 
 uint64_t steady_ns() {
@@ -109,7 +108,8 @@ void ProbeRunner::send_all(uint64_t now_ns) {
       continue;
     }
     const size_t len = srv6::probe::request_len(pr.segments.size(), pr.returns.size());
-    auto* frame = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, uint16_t(kEthLen + len)));
+    auto* frame =
+        reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, uint16_t(net::kEthHeaderLen + len)));
     if (!frame) {
       rte_pktmbuf_free(m);
       ++stats_.alloc_failed;
@@ -128,8 +128,8 @@ void ProbeRunner::send_all(uint64_t now_ns) {
     f.seq = seq;
     f.tx_time = rte_rdtsc();
     size_t built = 0;
-    if (srv6::probe::build_request(spec, f, std::span<uint8_t>(frame + kEthLen, len), built) !=
-        srv6::probe::Status::ok) {
+    if (srv6::probe::build_request(spec, f, std::span<uint8_t>(frame + net::kEthHeaderLen, len),
+                                   built) != srv6::probe::Status::ok) {
       // Cannot happen for a validated configuration (1..16 SIDs each way).
       rte_pktmbuf_free(m);
       ++stats_.alloc_failed;

@@ -5,52 +5,13 @@
 #include <rte_cycles.h>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "app.hpp"
 
 namespace srv6gw::app {
 
-using dataplane::DropReason;
 using dataplane::WorkerCounters;
-
-void accumulate(WorkerCounters& into, const WorkerCounters& from) {
-  into.rx_host += from.rx_host;
-  into.rx_fabric += from.rx_fabric;
-  into.rx_host_bytes += from.rx_host_bytes;
-  into.rx_fabric_bytes += from.rx_fabric_bytes;
-  into.tx_host += from.tx_host;
-  into.tx_fabric += from.tx_fabric;
-  into.tx_host_bytes += from.tx_host_bytes;
-  into.tx_fabric_bytes += from.tx_fabric_bytes;
-  into.encap += from.encap;
-  into.decap += from.decap;
-  into.passed_host_to_fabric += from.passed_host_to_fabric;
-  into.passed_fabric_to_host += from.passed_fabric_to_host;
-  into.inner_ce_marked += from.inner_ce_marked;
-  into.cnp_seen += from.cnp_seen;
-  into.outer_ce_seen += from.outer_ce_seen;
-  into.chained_header += from.chained_header;
-  into.feedback_events += from.feedback_events;
-  into.feedback_dropped += from.feedback_dropped;
-  into.cnp_reflected += from.cnp_reflected;
-  into.balanced_overflow += from.balanced_overflow;
-  for (size_t i = 0; i < into.drops.size(); ++i) into.drops[i] += from.drops[i];
-  for (size_t i = 0; i < into.parse_status.size(); ++i)
-    into.parse_status[i] += from.parse_status[i];
-  for (size_t i = 0; i < into.decap_status.size(); ++i)
-    into.decap_status[i] += from.decap_status[i];
-  into.bursts += from.bursts;
-  into.busy_tsc += from.busy_tsc;
-  into.pipeline_tsc += from.pipeline_tsc;
-  for (size_t i = 0; i < into.rx_burst_histogram.size(); ++i)
-    into.rx_burst_histogram[i] += from.rx_burst_histogram[i];
-}
-
-uint64_t total_drops(const WorkerCounters& c) {
-  uint64_t n = 0;
-  for (uint64_t d : c.drops) n += d;
-  return n;
-}
 
 Snapshot take_snapshot(App& app) {
   Snapshot s;
@@ -90,33 +51,6 @@ std::string human_rate(double per_second) {
 
 double cycles_per_packet(uint64_t busy, uint64_t packets) {
   return packets ? double(busy) / double(packets) : 0.0;
-}
-
-std::string json_escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20)
-          out += fmt::format("\\u{:04x}", unsigned(c));
-        else
-          out += char(c);
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -205,17 +139,14 @@ std::string final_report(const App& app, const Snapshot& s,
     out(fmt::format("balanced: {} flows placed by hash (flow table set full)",
                     t.balanced_overflow));
   out(fmt::format("drops: {} total", total_drops(t)));
-  for (size_t i = 0; i < t.drops.size(); ++i)
-    if (t.drops[i])
-      out(fmt::format("  drop {:<28} {:>12}", dataplane::to_string(DropReason(i)), t.drops[i]));
-  for (size_t i = 0; i < t.parse_status.size(); ++i)
-    if (t.parse_status[i])
-      out(fmt::format("  parse {:<27} {:>12}", net::to_string(net::ParseStatus(i)),
-                      t.parse_status[i]));
-  for (size_t i = 0; i < t.decap_status.size(); ++i)
-    if (t.decap_status[i])
-      out(fmt::format("  decap {:<27} {:>12}", srv6::to_string(srv6::DecapStatus(i)),
-                      t.decap_status[i]));
+  // Non-zero counts by reason, every group (drops, parse/decap/probe statuses).
+  dataplane::for_each_counter(
+      t, [](const char*, uint64_t) {},
+      [&](const dataplane::CounterGroup& g) {
+        for (size_t i = 0; i < g.values.size(); ++i)
+          if (g.values[i])
+            out(fmt::format("  {:<13} {:<20} {:>12}", g.name, g.reasons[i], g.values[i]));
+      });
   for (size_t i = 0; i < s.pools.size(); ++i)
     out(fmt::format("mempool {}: {} of {} mbufs in use ({} when the workers started)",
                     s.pools[i].name, s.pools[i].in_use, s.pools[i].size,
@@ -226,88 +157,65 @@ std::string final_report(const App& app, const Snapshot& s,
 std::string final_json(const App& app, const Snapshot& s,
                        const std::vector<dataplane::Gateway::PathStats>& paths,
                        const std::string& engine_json) {
-  std::string j = "{";
-  j += fmt::format("\"elapsed_s\":{:.6f},", seconds_between(app.start_tsc, s.tsc));
-  j += "\"ports\":{";
-  bool first = true;
-  for (const PortSnapshot* p : {&s.host, &s.fabric}) {
-    if (!first) j += ',';
-    first = false;
-    j += fmt::format(
-        "\"{}\":{{\"name\":\"{}\",\"id\":{},\"mac\":\"{}\",\"ipackets\":{},\"ibytes\":{},"
-        "\"opackets\":{},"
-        "\"obytes\":{},\"imissed\":{},\"ierrors\":{},\"oerrors\":{},\"rx_nombuf\":{}}}",
-        p->role, json_escape(p->name), p->id, net::to_string(p->mac), p->eth.ipackets,
-        p->eth.ibytes, p->eth.opackets, p->eth.obytes, p->eth.imissed, p->eth.ierrors,
-        p->eth.oerrors, p->eth.rx_nombuf);
-  }
-  j += "},";
+  using nlohmann::json;
+  json j;
+  j["elapsed_s"] = seconds_between(app.start_tsc, s.tsc);
+  json& ports = j["ports"] = json::object();
+  for (const PortSnapshot* p : {&s.host, &s.fabric})
+    ports[p->role] = {{"name", p->name},
+                      {"id", p->id},
+                      {"mac", net::to_string(p->mac)},
+                      {"ipackets", p->eth.ipackets},
+                      {"ibytes", p->eth.ibytes},
+                      {"opackets", p->eth.opackets},
+                      {"obytes", p->eth.obytes},
+                      {"imissed", p->eth.imissed},
+                      {"ierrors", p->eth.ierrors},
+                      {"oerrors", p->eth.oerrors},
+                      {"rx_nombuf", p->eth.rx_nombuf}};
   auto counters_json = [](const WorkerCounters& c) {
-    std::string o = fmt::format(
-        "{{\"rx_host\":{},\"rx_fabric\":{},\"rx_host_bytes\":{},\"rx_fabric_bytes\":{},"
-        "\"tx_host\":{},\"tx_fabric\":{},\"tx_host_bytes\":{},\"tx_fabric_bytes\":{},"
-        "\"encap\":{},\"decap\":{},\"passed_host_to_fabric\":{},\"passed_fabric_to_host\":{},"
-        "\"inner_ce_marked\":{},\"cnp_seen\":{},\"outer_ce_seen\":{},\"chained_header\":{},"
-        "\"bursts\":{},\"busy_tsc\":{},\"cycles_per_packet\":{:.2f},\"drops_total\":{}",
-        c.rx_host, c.rx_fabric, c.rx_host_bytes, c.rx_fabric_bytes, c.tx_host, c.tx_fabric,
-        c.tx_host_bytes, c.tx_fabric_bytes, c.encap, c.decap, c.passed_host_to_fabric,
-        c.passed_fabric_to_host, c.inner_ce_marked, c.cnp_seen, c.outer_ce_seen, c.chained_header,
-        c.bursts, c.busy_tsc, cycles_per_packet(c.busy_tsc, c.rx_host + c.rx_fabric),
-        total_drops(c));
-    o += fmt::format(",\"feedback_events\":{},\"feedback_dropped\":{},\"cnp_reflected\":{}",
-                     c.feedback_events, c.feedback_dropped, c.cnp_reflected);
-    o += fmt::format(",\"balanced_overflow\":{}", c.balanced_overflow);
-    o += fmt::format(",\"pipeline_tsc\":{},\"pipeline_cycles_per_packet\":{:.2f}", c.pipeline_tsc,
-                     cycles_per_packet(c.pipeline_tsc, c.rx_host + c.rx_fabric));
+    json o;
+    dataplane::for_each_counter(
+        c, [&](const char* name, uint64_t value) { o[name] = value; },
+        [&](const dataplane::CounterGroup& g) {
+          json& by_reason = o[g.name] = json::object();
+          for (size_t i = 0; i < g.values.size(); ++i) by_reason[g.reasons[i]] = g.values[i];
+        });
+    const uint64_t rx = c.rx_host + c.rx_fabric;
+    o["cycles_per_packet"] = cycles_per_packet(c.busy_tsc, rx);
+    o["pipeline_cycles_per_packet"] = cycles_per_packet(c.pipeline_tsc, rx);
+    o["drops_total"] = total_drops(c);
     // RX polls by burst size: index = packets returned by one rte_eth_rx_burst, 0 = empty.
-    o += ",\"burst_histogram\":[";
-    for (size_t i = 0; i < c.rx_burst_histogram.size(); ++i)
-      o += fmt::format("{}{}", i ? "," : "", c.rx_burst_histogram[i]);
-    o += "]";
-    o += ",\"drops\":{";
-    for (size_t i = 0; i < c.drops.size(); ++i)
-      o +=
-          fmt::format("{}\"{}\":{}", i ? "," : "", dataplane::to_string(DropReason(i)), c.drops[i]);
-    o += "},\"parse_status\":{";
-    for (size_t i = 0; i < c.parse_status.size(); ++i)
-      o += fmt::format("{}\"{}\":{}", i ? "," : "", net::to_string(net::ParseStatus(i)),
-                       c.parse_status[i]);
-    o += "},\"decap_status\":{";
-    for (size_t i = 0; i < c.decap_status.size(); ++i)
-      o += fmt::format("{}\"{}\":{}", i ? "," : "", srv6::to_string(srv6::DecapStatus(i)),
-                       c.decap_status[i]);
-    o += "}}";
+    o["burst_histogram"] = c.rx_burst_histogram;
     return o;
   };
-  j += "\"total\":" + counters_json(s.total) + ",\"workers\":[";
-  for (size_t i = 0; i < s.workers.size(); ++i) {
-    if (i) j += ',';
-    j += counters_json(s.workers[i]);
-  }
+  j["total"] = counters_json(s.total);
+  json& workers = j["workers"] = json::array();
+  for (const WorkerCounters& w : s.workers) workers.push_back(counters_json(w));
   // mbufs out of each pool now and when the workers started: equal once traffic has stopped,
   // unless the data path leaks (tests/integration/test_malformed_corpus.py, tools/soak.py).
-  j += "],\"mempools\":[";
+  json& pools = j["mempools"] = json::array();
   for (size_t i = 0; i < s.pools.size(); ++i) {
     const auto& p = s.pools[i];
-    j += fmt::format("{}{{\"name\":\"{}\",\"size\":{},\"in_use\":{},\"in_use_at_start\":{}}}",
-                     i ? "," : "", json_escape(p.name), p.size, p.in_use,
-                     i < app.pools_at_start.size() ? app.pools_at_start[i].in_use : 0);
+    pools.push_back(
+        {{"name", p.name},
+         {"size", p.size},
+         {"in_use", p.in_use},
+         {"in_use_at_start", i < app.pools_at_start.size() ? app.pools_at_start[i].in_use : 0}});
   }
-  j += "],\"paths\":[";
-  for (size_t i = 0; i < paths.size(); ++i) {
-    const auto& p = paths[i];
-    if (i) j += ',';
-    j += fmt::format(
-        "{{\"policy\":\"{}\",\"segment_list\":\"{}\",\"path_id\":{},\"weight\":{},"
-        "\"factor\":{:.6f},\"packets\":{},\"bytes\":{},\"active_flows\":{},"
-        "\"load_group\":\"{}\"}}",
-        json_escape(p.policy), json_escape(p.segment_list), p.path_id, p.weight_configured,
-        p.factor, p.packets, p.bytes, p.active_flows, json_escape(p.load_group));
-  }
-  j += "]";
-  if (!engine_json.empty()) j += ",\"engine\":" + engine_json;
-  j += "}\n";
-  return j;
+  json& path_list = j["paths"] = json::array();
+  for (const auto& p : paths)
+    path_list.push_back({{"policy", p.policy},
+                         {"segment_list", p.segment_list},
+                         {"path_id", p.path_id},
+                         {"weight", p.weight_configured},
+                         {"factor", p.factor},
+                         {"packets", p.packets},
+                         {"bytes", p.bytes},
+                         {"active_flows", p.active_flows},
+                         {"load_group", p.load_group}});
+  if (!engine_json.empty()) j["engine"] = json::parse(engine_json);
+  return j.dump() + "\n";
 }
 
 }  // namespace srv6gw::app

@@ -33,9 +33,8 @@ struct Snapshot {
   std::vector<Pools::Usage> pools;  // same order as App::pools_at_start
 };
 
-// Adds every counter of `from` to `into`.
-void accumulate(dataplane::WorkerCounters& into, const dataplane::WorkerCounters& from);
-uint64_t total_drops(const dataplane::WorkerCounters& c);
+using dataplane::accumulate;
+using dataplane::total_drops;
 
 // Reads the workers' counters (racy reads of monotonic 64-bit values) and the ports' stats.
 Snapshot take_snapshot(App& app);

@@ -17,7 +17,6 @@ namespace srv6gw::app {
 
 namespace {
 
-using dataplane::DropReason;
 using dataplane::WorkerCounters;
 
 // Written once by register_telemetry() before EAL's telemetry thread can call us (commands
@@ -30,34 +29,29 @@ std::string clip(const std::string& s) {
   return s.size() < RTE_TEL_MAX_STRING_LEN ? s : s.substr(0, RTE_TEL_MAX_STRING_LEN - 1);
 }
 
+// Every plain counter of the list (dataplane/counters.hpp) and the derived figures.
 void add_counters(rte_tel_data* d, const WorkerCounters& c) {
-  rte_tel_data_add_dict_u64(d, "rx_host", c.rx_host);
-  rte_tel_data_add_dict_u64(d, "rx_fabric", c.rx_fabric);
-  rte_tel_data_add_dict_u64(d, "rx_host_bytes", c.rx_host_bytes);
-  rte_tel_data_add_dict_u64(d, "rx_fabric_bytes", c.rx_fabric_bytes);
-  rte_tel_data_add_dict_u64(d, "tx_host", c.tx_host);
-  rte_tel_data_add_dict_u64(d, "tx_fabric", c.tx_fabric);
-  rte_tel_data_add_dict_u64(d, "tx_host_bytes", c.tx_host_bytes);
-  rte_tel_data_add_dict_u64(d, "tx_fabric_bytes", c.tx_fabric_bytes);
-  rte_tel_data_add_dict_u64(d, "encap", c.encap);
-  rte_tel_data_add_dict_u64(d, "decap", c.decap);
-  rte_tel_data_add_dict_u64(d, "passed_host_to_fabric", c.passed_host_to_fabric);
-  rte_tel_data_add_dict_u64(d, "passed_fabric_to_host", c.passed_fabric_to_host);
-  rte_tel_data_add_dict_u64(d, "inner_ce_marked", c.inner_ce_marked);
-  rte_tel_data_add_dict_u64(d, "cnp_seen", c.cnp_seen);
-  rte_tel_data_add_dict_u64(d, "outer_ce_seen", c.outer_ce_seen);
-  rte_tel_data_add_dict_u64(d, "chained_header", c.chained_header);
-  rte_tel_data_add_dict_u64(d, "feedback_events", c.feedback_events);
-  rte_tel_data_add_dict_u64(d, "feedback_dropped", c.feedback_dropped);
-  rte_tel_data_add_dict_u64(d, "cnp_reflected", c.cnp_reflected);
-  rte_tel_data_add_dict_u64(d, "balanced_overflow", c.balanced_overflow);
-  rte_tel_data_add_dict_u64(d, "bursts", c.bursts);
-  rte_tel_data_add_dict_u64(d, "busy_tsc", c.busy_tsc);
-  rte_tel_data_add_dict_u64(d, "pipeline_tsc", c.pipeline_tsc);
+  dataplane::for_each_counter(
+      c, [d](const char* name, uint64_t value) { rte_tel_data_add_dict_u64(d, name, value); },
+      [](const dataplane::CounterGroup&) {});
   const uint64_t rx = c.rx_host + c.rx_fabric;
   // Telemetry in DPDK 22.11 has no floating-point values: hundredths of a cycle.
   rte_tel_data_add_dict_u64(d, "cycles_per_packet_x100", rx ? c.busy_tsc * 100 / rx : 0);
   rte_tel_data_add_dict_u64(d, "drops_total", total_drops(c));
+}
+
+// Counts by reason, one dict per group (drops, parse_status, ...).
+void add_groups(rte_tel_data* d, const WorkerCounters& c) {
+  dataplane::for_each_counter(
+      c, [](const char*, uint64_t) {},
+      [d](const dataplane::CounterGroup& g) {
+        rte_tel_data* by_reason = rte_tel_data_alloc();
+        if (!by_reason) return;
+        rte_tel_data_start_dict(by_reason);
+        for (size_t i = 0; i < g.values.size(); ++i)
+          rte_tel_data_add_dict_u64(by_reason, g.reasons[i], g.values[i]);
+        rte_tel_data_add_dict_container(d, g.name, by_reason, 0);
+      });
 }
 
 rte_tel_data* port_container(const PortSnapshot& p) {
@@ -75,15 +69,6 @@ rte_tel_data* port_container(const PortSnapshot& p) {
   rte_tel_data_add_dict_u64(d, "ierrors", p.eth.ierrors);
   rte_tel_data_add_dict_u64(d, "oerrors", p.eth.oerrors);
   rte_tel_data_add_dict_u64(d, "rx_nombuf", p.eth.rx_nombuf);
-  return d;
-}
-
-template <typename Enum, size_t N, typename Name>
-rte_tel_data* by_name(const std::array<uint64_t, N>& values, Name name) {
-  rte_tel_data* d = rte_tel_data_alloc();
-  if (!d) return nullptr;
-  rte_tel_data_start_dict(d);
-  for (size_t i = 0; i < N; ++i) rte_tel_data_add_dict_u64(d, name(Enum(i)), values[i]);
   return d;
 }
 
@@ -114,16 +99,7 @@ int cmd_stats(const char*, const char*, rte_tel_data* d) {
     for (const auto& p : app.pools_at_start) at_start += p.in_use;
     rte_tel_data_add_dict_u64(d, "mbufs_in_use", in_use);
     rte_tel_data_add_dict_u64(d, "mbufs_in_use_at_start", at_start);
-    add_container(d, "drops", by_name<DropReason>(s.total.drops, [](DropReason r) {
-                    return dataplane::to_string(r);
-                  }));
-    add_container(d, "parse_status",
-                  by_name<net::ParseStatus>(s.total.parse_status,
-                                            [](net::ParseStatus r) { return net::to_string(r); }));
-    add_container(d, "decap_status",
-                  by_name<srv6::DecapStatus>(s.total.decap_status, [](srv6::DecapStatus r) {
-                    return srv6::to_string(r);
-                  }));
+    add_groups(d, s.total);
     add_container(d, "host_port", port_container(s.host));
     add_container(d, "fabric_port", port_container(s.fabric));
     return 0;
@@ -142,11 +118,11 @@ int cmd_workers(const char*, const char*, rte_tel_data* d) {
                                 i < app.worker_lcores.size() ? app.worker_lcores[i] : 0);
       rte_tel_data_add_dict_u64(w, "queue", i);
       add_counters(w, s.workers[i]);
-      const auto& c = s.workers[i];
+      const WorkerCounters& c = s.workers[i];
       for (size_t r = 0; r < c.drops.size(); ++r)
         if (c.drops[r])
           rte_tel_data_add_dict_u64(
-              w, fmt::format("drop_{}", dataplane::to_string(DropReason(r))).c_str(), c.drops[r]);
+              w, fmt::format("drop_{}", dataplane::kDropReasonNames[r]).c_str(), c.drops[r]);
       rte_tel_data_add_dict_container(d, std::to_string(i).c_str(), w, 0);
     }
     return 0;

@@ -55,5 +55,7 @@ std::string merge_engine_params(const v1::EngineParams& in, engine::Params& p);
 
 // GetStats' answer; `generation` is the running one.
 void to_proto(const StatsSnapshot& in, uint64_t generation, v1::Stats& out);
+// One worker's counters; every plain counter of dataplane/counters.hpp by field name.
+void worker_to_proto(unsigned index, const dataplane::WorkerCounters& in, v1::WorkerStats& out);
 
 }  // namespace srv6gw::agent

@@ -2,6 +2,7 @@
 // srv6gw.v1 messages of what the agent reports and of the engine parameters (convert.hpp).
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -42,45 +43,35 @@ v1::EventKind to_proto(EventKind k) {
   return v1::EVENT_KIND_UNSPECIFIED;
 }
 
+}  // namespace
+
 void worker_to_proto(unsigned index, const dataplane::WorkerCounters& w, v1::WorkerStats& o) {
   o.set_index(index);
-  o.set_rx_host(w.rx_host);
-  o.set_rx_fabric(w.rx_fabric);
-  o.set_tx_host(w.tx_host);
-  o.set_tx_fabric(w.tx_fabric);
-  o.set_rx_host_bytes(w.rx_host_bytes);
-  o.set_rx_fabric_bytes(w.rx_fabric_bytes);
-  o.set_tx_host_bytes(w.tx_host_bytes);
-  o.set_tx_fabric_bytes(w.tx_fabric_bytes);
-  o.set_encap(w.encap);
-  o.set_decap(w.decap);
-  o.set_passed_host_to_fabric(w.passed_host_to_fabric);
-  o.set_passed_fabric_to_host(w.passed_fabric_to_host);
-  o.set_inner_ce_marked(w.inner_ce_marked);
-  o.set_cnp_seen(w.cnp_seen);
-  o.set_outer_ce_seen(w.outer_ce_seen);
-  o.set_chained_header(w.chained_header);
-  o.set_bursts(w.bursts);
-  o.set_busy_tsc(w.busy_tsc);
-  o.set_feedback_events(w.feedback_events);
-  o.set_feedback_dropped(w.feedback_dropped);
-  o.set_cnp_reflected(w.cnp_reflected);
-  o.set_balanced_overflow(w.balanced_overflow);
+  const auto* desc = o.GetDescriptor();
+  const auto* refl = o.GetReflection();
+  dataplane::for_each_counter(
+      w,
+      [&](const char* name, uint64_t value) {
+        // A counter without a field is left out here; test agent-convert catches it.
+        if (const auto* field = desc->FindFieldByName(name)) refl->SetUInt64(&o, field, value);
+      },
+      [](const dataplane::CounterGroup&) {});
 }
 
-// Every drop reason of one worker: (name, count), in a fixed order.
+namespace {
+
+// Every drop reason of one worker: (name, count), in a fixed order; status groups without
+// their ok entry (not a drop).
 template <class F>
 void for_each_drop(const dataplane::WorkerCounters& w, F f) {
-  for (size_t r = 0; r < w.drops.size(); ++r) {
-    f(std::string(dataplane::to_string(dataplane::DropReason(r))), w.drops[r]);
-  }
-  // ok = 0 is not a drop
-  for (size_t s = 1; s < w.parse_status.size(); ++s) {
-    f(std::string("parse.") + net::to_string(net::ParseStatus(s)), w.parse_status[s]);
-  }
-  for (size_t s = 1; s < w.decap_status.size(); ++s) {
-    f(std::string("decap.") + srv6::to_string(srv6::DecapStatus(s)), w.decap_status[s]);
-  }
+  dataplane::for_each_counter(
+      w, [](const char*, uint64_t) {},
+      [&](const dataplane::CounterGroup& g) {
+        for (size_t r = 0; r < g.values.size(); ++r) {
+          if (g.prefix[0] && std::string_view(g.reasons[r]) == "ok") continue;
+          f(std::string(g.prefix) + g.reasons[r], g.values[r]);
+        }
+      });
 }
 
 void probe_to_proto(const engine::ProbePathView& pv, v1::ProbeStats& ps) {

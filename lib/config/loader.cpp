@@ -22,12 +22,24 @@
 #include <type_traits>
 #include <vector>
 
+#include "config/yang_util.hpp"
+
 #ifndef SRV6GW_YANG_DIR
 #define SRV6GW_YANG_DIR ""
 #endif
 
 namespace srv6gw::config {
 namespace {
+
+using yang::as_uint;
+using yang::CtxPtr;
+using yang::fail;
+using yang::for_children;
+using yang::libyang_error;
+using yang::name_of;
+using yang::ScopedLyLogCapture;
+using yang::TreePtr;
+using yang::value_of;
 
 constexpr const char* kModule = "srv6gw";
 constexpr const char* kModuleFile = "srv6gw.yang";
@@ -44,70 +56,6 @@ std::string executable_dir() {
   std::string exe(buf, size_t(n));
   const auto slash = exe.rfind('/');
   return slash == std::string::npos ? std::string() : exe.substr(0, slash);
-}
-
-// libyang keeps its log state per thread; this stores every message of this thread (instead
-// of printing them) for as long as it lives, and restores the global options afterwards.
-class ScopedLyLogCapture {
- public:
-  ScopedLyLogCapture() { ly_temp_log_options(&opts_); }
-  ~ScopedLyLogCapture() { ly_temp_log_options(nullptr); }
-  ScopedLyLogCapture(const ScopedLyLogCapture&) = delete;
-  ScopedLyLogCapture& operator=(const ScopedLyLogCapture&) = delete;
-
- private:
-  uint32_t opts_ = LY_LOSTORE;
-};
-
-struct CtxDeleter {
-  void operator()(ly_ctx* ctx) const { ly_ctx_destroy(ctx); }
-};
-using CtxPtr = std::unique_ptr<ly_ctx, CtxDeleter>;
-
-struct TreeDeleter {
-  void operator()(lyd_node* tree) const { lyd_free_all(tree); }
-};
-using TreePtr = std::unique_ptr<lyd_node, TreeDeleter>;
-
-// The quoted path after `label` in libyang's location text, e.g. 'Data location "/a/b",
-// line number 3.' -> "/a/b".
-std::optional<std::string> quoted_after(std::string_view text, std::string_view label) {
-  const auto at = text.find(label);
-  if (at == std::string_view::npos) return std::nullopt;
-  const auto begin = at + label.size();
-  const auto end = text.find('"', begin);
-  if (end == std::string_view::npos) return std::nullopt;
-  return std::string(text.substr(begin, end - begin));
-}
-
-// The first error libyang stored: later ones are usually consequences ("parsing failed").
-// Its location text holds the data path (or, without data, the schema path) and for parse
-// errors the input line: the path becomes ConfigError.path, the line joins the message.
-ConfigError libyang_error(const ly_ctx* ctx, std::string_view fallback) {
-  for (const ly_err_item* e = ly_err_first(ctx); e; e = e->next) {
-    if (e->level != LY_LLERR) continue;
-    ConfigError out;
-    out.message = e->msg ? e->msg : std::string(fallback);
-    // libyang ends its sentences with a period; our messages do not.
-    while (!out.message.empty() && (out.message.back() == '.' || out.message.back() == ' ')) {
-      out.message.pop_back();
-    }
-    const std::string_view location = e->path ? e->path : "";
-    if (auto p = quoted_after(location, "ata location \"")) {
-      out.path = *p;
-    } else if (auto s = quoted_after(location, "chema location \"")) {
-      out.path = *s;
-    } else if (!location.empty() && location.front() == '/') {
-      out.path = std::string(location);
-    }
-    if (const auto at = location.find("line number "); at != std::string_view::npos) {
-      const auto digits = location.substr(at + 12);
-      const auto len = digits.find_first_not_of("0123456789");
-      out.message += " (line " + std::string(digits.substr(0, len)) + ")";
-    }
-    return out;
-  }
-  return ConfigError{"", std::string(fallback)};
 }
 
 // libyang's JSON parser reads the first top-level value and ignores what follows, and takes
@@ -166,59 +114,13 @@ std::variant<CtxPtr, ConfigError> make_context() {
     return ConfigError{"", std::string("YANG module ") + kModuleFile +
                                " not found (set SRV6GW_YANG_DIR to the folder holding it)"};
   }
-  ly_ctx* raw = nullptr;
-  if (ly_ctx_new(dir.c_str(), LY_CTX_NO_YANGLIBRARY | LY_CTX_DISABLE_SEARCHDIR_CWD, &raw) !=
-      LY_SUCCESS) {
-    return ConfigError{"", "cannot create a libyang context for " + dir};
-  }
-  CtxPtr ctx(raw);
-  if (!ly_ctx_load_module(ctx.get(), kModule, nullptr, nullptr)) {
-    ConfigError e = libyang_error(ctx.get(), "cannot load the YANG module");
-    e.message = "cannot load YANG module " + dir + "/" + kModuleFile + ": " + e.message;
-    return e;
-  }
-  return ctx;
+  return yang::make_context(dir, kModule);
 }
 
 // ---------------------------------------------------------------------------------------
 // Data tree -> GatewayConfig. libyang has checked every type, range and pattern already, so
 // a conversion failure here means the schema and this mapping disagree: it is reported
 // with the node's path rather than trusted.
-
-struct MapError {
-  ConfigError error;
-};
-
-std::string node_path(const lyd_node* n) {
-  char* p = lyd_path(n, LYD_PATH_STD, nullptr, 0);
-  std::string out = p ? p : "";
-  std::free(p);
-  return out;
-}
-
-[[noreturn]] void fail(const lyd_node* n, std::string message) {
-  throw MapError{ConfigError{node_path(n), std::move(message)}};
-}
-
-std::string_view name_of(const lyd_node* n) {
-  return n->schema ? n->schema->name : "";
-}
-std::string_view value_of(const lyd_node* n) {
-  const char* v = lyd_get_value(n);
-  return v ? std::string_view(v) : std::string_view();
-}
-
-template <typename T>
-T as_uint(const lyd_node* n) {
-  static_assert(std::is_unsigned_v<T>);
-  const std::string_view v = value_of(n);
-  uint64_t x = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (ec != std::errc() || end != v.data() + v.size() || x > std::numeric_limits<T>::max()) {
-    fail(n, "expected an unsigned number, got '" + std::string(v) + "'");
-  }
-  return T(x);
-}
 
 bool as_bool(const lyd_node* n) {
   const std::string_view v = value_of(n);
@@ -249,11 +151,6 @@ MissAction as_miss_action(const lyd_node* n) {
   auto a = parse_miss_action(value_of(n));
   if (!a) fail(n, "unknown action '" + std::string(value_of(n)) + "'");
   return *a;
-}
-
-template <typename F>
-void for_children(const lyd_node* parent, F&& f) {
-  for (const lyd_node* c = lyd_child(parent); c; c = c->next) f(c, name_of(c));
 }
 
 void map_ports(const lyd_node* ports, GatewayConfig& cfg) {
@@ -767,19 +664,13 @@ LoadResult load_config_json(std::string_view json) {
   TreePtr tree(raw);
   if (rc != LY_SUCCESS) return libyang_error(ctx.get(), "invalid configuration");
 
-  const lyd_node* gateway = nullptr;
-  for (const lyd_node* n = tree.get(); n; n = n->next) {
-    if (name_of(n) == "gateway" && n->schema->module &&
-        std::strcmp(n->schema->module->name, kModule) == 0) {
-      gateway = n;
-    }
-  }
+  const lyd_node* gateway = yang::find_top(tree.get(), kModule, "gateway");
   if (!gateway) return ConfigError{"/srv6gw:gateway", "the configuration has no gateway"};
 
   GatewayConfig cfg;
   try {
     cfg = map_gateway(gateway);
-  } catch (const MapError& e) {
+  } catch (const yang::NodeError& e) {
     return e.error;
   }
   if (auto e = validate(cfg)) return *e;

@@ -4,35 +4,25 @@
 namespace srv6gw::dataplane {
 
 const char* to_string(DropReason r) {
-  switch (r) {
-    case DropReason::steering_miss:
-      return "steering_miss";
-    case DropReason::non_roce_dropped:
-      return "non_roce_dropped";
-    case DropReason::non_sid_dropped:
-      return "non_sid_dropped";
-    case DropReason::malformed:
-      return "malformed";
-    case DropReason::decap_refused:
-      return "decap_refused";
-    case DropReason::no_usable_path:
-      return "no_usable_path";
-    case DropReason::no_headroom:
-      return "no_headroom";
-    case DropReason::header_alloc_failed:
-      return "header_alloc_failed";
-    case DropReason::tx_full:
-      return "tx_full";
-    case DropReason::oversize:
-      return "oversize";
-    case DropReason::probe_refused:
-      return "probe_refused";
-    case DropReason::probe_ring_full:
-      return "probe_ring_full";
-    case DropReason::count_:
-      break;
-  }
-  return "unknown";
+  return net::enum_name(kDropReasonNames, r);
+}
+
+void accumulate(WorkerCounters& into, const WorkerCounters& from) {
+#define SRV6GW_ADD_(member) into.member += from.member;
+  SRV6GW_WORKER_COUNTERS(SRV6GW_ADD_)
+#undef SRV6GW_ADD_
+#define SRV6GW_ADD_GROUP_(member, names, prefix) \
+  for (size_t i = 0; i < into.member.size(); ++i) into.member[i] += from.member[i];
+  SRV6GW_WORKER_COUNTER_GROUPS(SRV6GW_ADD_GROUP_)
+#undef SRV6GW_ADD_GROUP_
+  for (size_t i = 0; i < into.rx_burst_histogram.size(); ++i)
+    into.rx_burst_histogram[i] += from.rx_burst_histogram[i];
+}
+
+uint64_t total_drops(const WorkerCounters& c) {
+  uint64_t n = 0;
+  for (uint64_t d : c.drops) n += d;
+  return n;
 }
 
 }  // namespace srv6gw::dataplane

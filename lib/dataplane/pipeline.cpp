@@ -37,7 +37,6 @@ constexpr unsigned kPrefetchAhead = 4;
 // policy::kSteerBulkMax).
 constexpr unsigned kStageMax = kBurstSize;
 static_assert(kStageMax <= policy::kSteerBulkMax);
-constexpr unsigned kEthLen = 14;
 
 // Parser outcomes that are not RoCEv2 but legitimate host traffic: they take the non-RoCE
 // action (pass by default: a bump in the wire must not break the host). Everything else
@@ -181,7 +180,7 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   if (unlikely(m->pkt_len > ip_end)) rte_pktmbuf_trim(m, uint16_t(m->pkt_len - ip_end));
   rte_pktmbuf_adj(m, info.l3_offset);
 
-  const uint16_t hdr_len = uint16_t(kEthLen + t.size);
+  const uint16_t hdr_len = uint16_t(net::kEthHeaderLen + t.size);
   uint8_t* hdr;
   rte_mbuf* head = m;
   if (likely(rte_pktmbuf_headroom(m) >= hdr_len)) {
@@ -215,7 +214,7 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   f.flow_label = net::outer_flow_label_from_pair_crc(pair_crc, info.udp_sport, info.bth.dest_qp);
   note_recent_path(w, pair_crc, slot, idx, now);
   f.tag = likely(!info.is_cnp) ? path.path_id : cnp_tag(w, info, t, path.path_id, now);
-  srv6::write_encap(t, hdr + kEthLen, f);
+  srv6::write_encap(t, hdr + net::kEthHeaderLen, f);
 
   ++c.encap;
   PathCounter& pc = w.path_counters[size_t(slot) * policy::kMaxPaths + idx];
@@ -351,13 +350,13 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
     const uint16_t len = m->data_len;
 
     // L2: Ethernet and up to two VLAN tags.
-    if (unlikely(len < kEthLen)) {
+    if (unlikely(len < net::kEthHeaderLen)) {
       ++c.parse_status[size_t(net::ParseStatus::truncated_eth)];
       drop(c, m, DropReason::malformed);
       continue;
     }
     uint16_t ethertype = net::load_be16(d + 12);
-    uint16_t off = kEthLen;
+    uint16_t off = net::kEthHeaderLen;
     bool truncated = false;
     for (unsigned v = 0; v < net::kMaxVlanTags &&
                          (ethertype == net::kEthTypeVlan || ethertype == net::kEthTypeQinQ);
@@ -375,7 +374,7 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
       continue;
     }
     const policy::LocalSidTable::Entry* sid = nullptr;
-    if (ethertype == net::kEthTypeIpv6 && len >= off + srv6::kIpv6HeaderLen && !sids.empty())
+    if (ethertype == net::kEthTypeIpv6 && len >= off + net::kIpv6HeaderLen && !sids.empty())
       sid = sids.find(d + off + 24);
     if (!sid) {
       if (s.fabric_non_sid == config::MissAction::pass) {
@@ -426,7 +425,7 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
     std::memcpy(macs, d, sizeof macs);
     rte_pktmbuf_adj(m, uint16_t(off + r.inner_offset));
     if (m->pkt_len > r.inner_len) rte_pktmbuf_trim(m, uint16_t(m->pkt_len - r.inner_len));
-    uint8_t* eth = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, kEthLen));
+    uint8_t* eth = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, net::kEthHeaderLen));
     const uint8_t* dst_mac = macs;
     const uint8_t* src_mac = macs + 6;
     if (!s.transparent_mac) {

@@ -8,29 +8,7 @@
 namespace srv6gw::engine {
 
 const char* to_string(Reason r) {
-  switch (r) {
-    case Reason::congestion:
-      return "congestion";
-    case Reason::last_path_kept:
-      return "last-path-kept";
-    case Reason::excluded:
-      return "excluded";
-    case Reason::readmitted:
-      return "readmitted";
-    case Reason::recovery:
-      return "recovery";
-    case Reason::explicit_down:
-      return "explicit-down";
-    case Reason::explicit_up:
-      return "explicit-up";
-    case Reason::probe_down:
-      return "probe-down";
-    case Reason::probe_up:
-      return "probe-up";
-    case Reason::count_:
-      break;
-  }
-  return "?";
+  return net::enum_name(kReasonNames, r);
 }
 
 Engine::Engine(const Params& p) : params_(p) {}

@@ -41,21 +41,25 @@
 #include <vector>
 
 #include "engine/params.hpp"
+#include "net/enum_names.hpp"
 
 namespace srv6gw::engine {
 
-enum class Reason : uint8_t {
-  congestion,      // multiplicative decrease
-  last_path_kept,  // would have been excluded, but it is the policy's last usable list
-  excluded,        // score past the exclusion threshold
-  readmitted,      // excluded path back after hold-down with a low score
-  recovery,        // additive increase after hold-down
-  explicit_down,   // controller
-  explicit_up,     // controller
-  probe_down,      // path health probes lost (docs/probing.md)
-  probe_up,        // probes answered again for the probe hold-down
-  count_
-};
+#define SRV6GW_ENGINE_REASONS(X)                                                                  \
+  X(congestion, "congestion") /* multiplicative decrease */                                       \
+  X(last_path_kept,                                                                               \
+    "last-path-kept")     /* would have been excluded, but it is the policy's last usable list */ \
+  X(excluded, "excluded") /* score past the exclusion threshold */                                \
+  X(readmitted, "readmitted")       /* excluded path back after hold-down with a low score */     \
+  X(recovery, "recovery")           /* additive increase after hold-down */                       \
+  X(explicit_down, "explicit-down") /* controller */                                              \
+  X(explicit_up, "explicit-up")     /* controller */                                              \
+  X(probe_down, "probe-down")       /* path health probes lost (docs/probing.md) */               \
+  X(probe_up, "probe-up")           /* probes answered again for the probe hold-down */
+
+enum class Reason : uint8_t { SRV6GW_ENUM_MEMBERS(SRV6GW_ENGINE_REASONS) count_ };
+inline constexpr auto kReasonNames = SRV6GW_ENUM_NAMES(SRV6GW_ENGINE_REASONS);
+static_assert(kReasonNames.size() == size_t(Reason::count_));
 const char* to_string(Reason r);
 
 // One factor change, as a value: the daemon logs it, counts it and publishes the policy.

@@ -9,64 +9,10 @@
 namespace srv6gw::net {
 
 const char* to_string(ParseStatus s) {
-  switch (s) {
-    case ParseStatus::ok:
-      return "ok";
-    case ParseStatus::not_ip:
-      return "not_ip";
-    case ParseStatus::not_udp:
-      return "not_udp";
-    case ParseStatus::not_roce:
-      return "not_roce";
-    case ParseStatus::truncated_eth:
-      return "truncated_eth";
-    case ParseStatus::truncated_vlan:
-      return "truncated_vlan";
-    case ParseStatus::too_many_vlans:
-      return "too_many_vlans";
-    case ParseStatus::truncated_ipv4:
-      return "truncated_ipv4";
-    case ParseStatus::bad_ipv4_version:
-      return "bad_ipv4_version";
-    case ParseStatus::bad_ipv4_ihl:
-      return "bad_ipv4_ihl";
-    case ParseStatus::bad_ipv4_length:
-      return "bad_ipv4_length";
-    case ParseStatus::truncated_ipv6:
-      return "truncated_ipv6";
-    case ParseStatus::bad_ipv6_version:
-      return "bad_ipv6_version";
-    case ParseStatus::bad_ipv6_length:
-      return "bad_ipv6_length";
-    case ParseStatus::truncated_ext:
-      return "truncated_ext";
-    case ParseStatus::ext_chain_too_long:
-      return "ext_chain_too_long";
-    case ParseStatus::fragment:
-      return "fragment";
-    case ParseStatus::truncated_udp:
-      return "truncated_udp";
-    case ParseStatus::bad_udp_length:
-      return "bad_udp_length";
-    case ParseStatus::truncated_bth:
-      return "truncated_bth";
-    case ParseStatus::bad_bth_tver:
-      return "bad_bth_tver";
-    case ParseStatus::count_:
-      break;
-  }
-  return "unknown";
+  return enum_name(kParseStatusNames, s);
 }
 
 namespace {
-
-constexpr size_t kEthHeaderLen = 14;
-constexpr size_t kVlanTagLen = 4;
-constexpr size_t kIpv4MinHeaderLen = 20;
-constexpr size_t kIpv6HeaderLen = 40;
-constexpr size_t kUdpHeaderLen = 8;
-constexpr size_t kExtMinLen = 8;  // every IPv6 extension header is a multiple of 8 bytes
-constexpr size_t kMaxL3Len = 0xFFFF;
 
 #define SRV6GW_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SRV6GW_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -158,11 +104,11 @@ inline ParseStatus parse_ipv4_at(const uint8_t* p, size_t l3, size_t frame_len, 
 
 inline ParseStatus parse_ipv6_at(const uint8_t* p, size_t l3, size_t frame_len, PacketInfo& info) {
   info.family = Family::ipv6;
-  if (SRV6GW_UNLIKELY(l3 + kIpv6HeaderLen > frame_len)) return ParseStatus::truncated_ipv6;
+  if (SRV6GW_UNLIKELY(l3 + net::kIpv6HeaderLen > frame_len)) return ParseStatus::truncated_ipv6;
   const uint8_t* ip = p + l3;
   const uint32_t word0 = load_be32(ip);
   if (SRV6GW_UNLIKELY((word0 >> 28) != 6)) return ParseStatus::bad_ipv6_version;
-  const size_t l3_len = kIpv6HeaderLen + load_be16(ip + 4);
+  const size_t l3_len = net::kIpv6HeaderLen + load_be16(ip + 4);
   // l3_len is a 16-bit field of PacketInfo; no link we serve carries such frames anyway.
   if (SRV6GW_UNLIKELY(l3 + l3_len > frame_len || l3_len > kMaxL3Len))
     return ParseStatus::bad_ipv6_length;
@@ -181,7 +127,7 @@ inline ParseStatus parse_ipv6_at(const uint8_t* p, size_t l3, size_t frame_len, 
   std::memcpy(info.dst.bytes.data(), ip + 24, 16);
 
   uint8_t nh = ip[6];
-  size_t off = l3 + kIpv6HeaderLen;
+  size_t off = l3 + net::kIpv6HeaderLen;
   const size_t end = l3 + l3_len;
   // Bounded walk: hop-by-hop, routing (incl. SRH), destination options, fragment.
   for (unsigned n = 0;; ++n) {

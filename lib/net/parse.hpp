@@ -8,55 +8,39 @@
 #include <span>
 
 #include "net/addr.hpp"
+#include "net/enum_names.hpp"
 #include "net/hash.hpp"
+#include "net/headers.hpp"
 
 namespace srv6gw::net {
 
-inline constexpr uint16_t kRoceV2Port = 4791;
-inline constexpr uint16_t kEthTypeIpv4 = 0x0800;
-inline constexpr uint16_t kEthTypeIpv6 = 0x86DD;
-inline constexpr uint16_t kEthTypeVlan = 0x8100;  // 802.1Q
-inline constexpr uint16_t kEthTypeQinQ = 0x88A8;  // 802.1ad
-inline constexpr uint8_t kProtoUdp = 17;
-inline constexpr uint8_t kProtoIpv4 = 4;   // IPv4-in-IPv6 (inner next header)
-inline constexpr uint8_t kProtoIpv6 = 41;  // IPv6-in-IPv6
-inline constexpr uint8_t kProtoHopByHop = 0;
-inline constexpr uint8_t kProtoRouting = 43;
-inline constexpr uint8_t kProtoFragment = 44;
-inline constexpr uint8_t kProtoDestOpts = 60;
-inline constexpr uint8_t kProtoNoNext = 59;
-inline constexpr uint8_t kBthOpcodeCnp = 0x81;
-inline constexpr uint8_t kSrhRoutingType = 4;
-inline constexpr unsigned kMaxVlanTags = 2;
-inline constexpr unsigned kMaxExtHeaders = 8;  // bound on the IPv6 extension-header walk
-inline constexpr unsigned kBthLen = 12;
-inline constexpr unsigned kIcrcLen = 4;
-
 // Every outcome of classification has a name: the data plane counts packets per reason.
-enum class ParseStatus : uint8_t {
-  ok = 0,              // a RoCEv2 packet, every field of PacketInfo valid
-  not_ip,              // ethertype is neither IPv4 nor IPv6 (ARP, LLDP, ...): pass-through
-  not_udp,             // IP but not UDP (TCP, ICMP, ...): pass-through
-  not_roce,            // UDP but destination port is not 4791: pass-through
-  truncated_eth,       // shorter than an Ethernet header
-  truncated_vlan,      // VLAN tag cut short
-  too_many_vlans,      // more than two stacked tags
-  truncated_ipv4,      // shorter than the IPv4 header (or its IHL)
-  bad_ipv4_version,    // version nibble is not 4 under ethertype 0x0800
-  bad_ipv4_ihl,        // IHL < 5
-  bad_ipv4_length,     // total length < IHL*4 or beyond the frame
-  truncated_ipv6,      // shorter than the fixed IPv6 header
-  bad_ipv6_version,    // version nibble is not 6 under ethertype 0x86DD
-  bad_ipv6_length,     // payload length beyond the frame
-  truncated_ext,       // an extension header runs past the IPv6 payload
-  ext_chain_too_long,  // more than kMaxExtHeaders extension headers
-  fragment,            // IPv4 or IPv6 fragment: RoCEv2 is never fragmented, we do not reassemble
-  truncated_udp,       // shorter than a UDP header
-  bad_udp_length,      // UDP length < 8 or beyond the IP payload
-  truncated_bth,       // UDP 4791 payload shorter than BTH + ICRC
-  bad_bth_tver,        // BTH transport header version is not 0
-  count_               // number of reasons (array sizes)
-};
+#define SRV6GW_PARSE_STATUSES(X)                                                                   \
+  X(ok, "ok")                         /* a RoCEv2 packet, every field of PacketInfo valid */       \
+  X(not_ip, "not_ip")                 /* neither IPv4 nor IPv6 (ARP, LLDP, ...): pass-through */   \
+  X(not_udp, "not_udp")               /* IP but not UDP (TCP, ICMP, ...): pass-through */          \
+  X(not_roce, "not_roce")             /* UDP but destination port is not 4791: pass-through */     \
+  X(truncated_eth, "truncated_eth")   /* shorter than an Ethernet header */                        \
+  X(truncated_vlan, "truncated_vlan") /* VLAN tag cut short */                                     \
+  X(too_many_vlans, "too_many_vlans") /* more than two stacked tags */                             \
+  X(truncated_ipv4, "truncated_ipv4") /* shorter than the IPv4 header (or its IHL) */              \
+  X(bad_ipv4_version, "bad_ipv4_version")     /* version nibble is not 4 under 0x0800 */           \
+  X(bad_ipv4_ihl, "bad_ipv4_ihl")             /* IHL < 5 */                                        \
+  X(bad_ipv4_length, "bad_ipv4_length")       /* total length < IHL*4 or beyond the frame */       \
+  X(truncated_ipv6, "truncated_ipv6")         /* shorter than the fixed IPv6 header */             \
+  X(bad_ipv6_version, "bad_ipv6_version")     /* version nibble is not 6 under 0x86DD */           \
+  X(bad_ipv6_length, "bad_ipv6_length")       /* payload length beyond the frame */                \
+  X(truncated_ext, "truncated_ext")           /* an extension header runs past the IPv6 payload */ \
+  X(ext_chain_too_long, "ext_chain_too_long") /* more than kMaxExtHeaders ext headers */           \
+  X(fragment, "fragment")                     /* IPv4/IPv6 fragment: RoCEv2 is never fragmented */ \
+  X(truncated_udp, "truncated_udp")           /* shorter than a UDP header */                      \
+  X(bad_udp_length, "bad_udp_length")         /* UDP length < 8 or beyond the IP payload */        \
+  X(truncated_bth, "truncated_bth")           /* UDP 4791 payload shorter than BTH + ICRC */       \
+  X(bad_bth_tver, "bad_bth_tver")             /* BTH transport header version is not 0 */
+
+enum class ParseStatus : uint8_t { SRV6GW_ENUM_MEMBERS(SRV6GW_PARSE_STATUSES) count_ };
+inline constexpr auto kParseStatusNames = SRV6GW_ENUM_NAMES(SRV6GW_PARSE_STATUSES);
+static_assert(kParseStatusNames.size() == size_t(ParseStatus::count_));
 const char* to_string(ParseStatus s);
 
 struct Bth {

@@ -14,6 +14,8 @@
 #include <sstream>
 
 #include "config/loader.hpp"
+#include "config/yang_util.hpp"
+#include "pathalg/cat.hpp"
 
 namespace srv6gw::pathalg {
 namespace {
@@ -21,95 +23,17 @@ namespace {
 constexpr const char* kModule = "srv6gw-topology";
 constexpr const char* kRoot = "/srv6gw-topology:topology";
 
-// Concatenation by appending: GCC 12's -Wrestrict misfires on "literal" + std::string.
-template <typename... Parts>
-std::string cat(const Parts&... parts) {
-  std::string s;
-  (s += ... += parts);
-  return s;
-}
+using config::yang::as_uint;
+using config::yang::CtxPtr;
+using config::yang::fail;
+using config::yang::fail_at;
+using config::yang::for_children;
+using config::yang::ScopedLyLogCapture;
+using config::yang::TreePtr;
+using config::yang::value_of;
 
-struct CtxDeleter {
-  void operator()(ly_ctx* c) const { ly_ctx_destroy(c); }
-};
-struct TreeDeleter {
-  void operator()(lyd_node* t) const { lyd_free_all(t); }
-};
-using CtxPtr = std::unique_ptr<ly_ctx, CtxDeleter>;
-using TreePtr = std::unique_ptr<lyd_node, TreeDeleter>;
-
-class ScopedLyLogCapture {
- public:
-  ScopedLyLogCapture() { ly_temp_log_options(&opts_); }
-  ~ScopedLyLogCapture() { ly_temp_log_options(nullptr); }
-  ScopedLyLogCapture(const ScopedLyLogCapture&) = delete;
-  ScopedLyLogCapture& operator=(const ScopedLyLogCapture&) = delete;
-
- private:
-  uint32_t opts_ = LY_LOSTORE;
-};
-
-std::string quoted_after(std::string_view text, std::string_view label) {
-  const auto at = text.find(label);
-  if (at == std::string_view::npos) return {};
-  const auto begin = at + label.size();
-  const auto end = text.find('"', begin);
-  if (end == std::string_view::npos) return {};
-  return std::string(text.substr(begin, end - begin));
-}
-
-TopologyError libyang_error(const ly_ctx* ctx, std::string_view fallback) {
-  for (const ly_err_item* e = ly_err_first(ctx); e; e = e->next) {
-    if (e->level != LY_LLERR) continue;
-    TopologyError out;
-    out.message = e->msg ? e->msg : std::string(fallback);
-    while (!out.message.empty() && (out.message.back() == '.' || out.message.back() == ' ')) {
-      out.message.pop_back();
-    }
-    const std::string_view location = e->path ? e->path : "";
-    out.path = quoted_after(location, "ata location \"");
-    if (out.path.empty()) out.path = quoted_after(location, "chema location \"");
-    if (out.path.empty() && !location.empty() && location.front() == '/') {
-      out.path = std::string(location);
-    }
-    if (const auto at = location.find("line number "); at != std::string_view::npos) {
-      const auto digits = location.substr(at + 12);
-      out.message += cat(" (line ", digits.substr(0, digits.find_first_not_of("0123456789")), ")");
-    }
-    return out;
-  }
-  return TopologyError{"", std::string(fallback)};
-}
-
-struct MapError {
-  TopologyError error;
-};
-
-std::string node_path(const lyd_node* n) {
-  char* p = lyd_path(n, LYD_PATH_STD, nullptr, 0);
-  std::string out = p ? p : "";
-  std::free(p);
-  return out;
-}
-
-[[noreturn]] void fail(const lyd_node* n, std::string message) {
-  throw MapError{TopologyError{node_path(n), std::move(message)}};
-}
-
-std::string_view name_of(const lyd_node* n) {
-  return n->schema ? n->schema->name : "";
-}
-std::string_view value_of(const lyd_node* n) {
-  const char* v = lyd_get_value(n);
-  return v ? std::string_view(v) : std::string_view();
-}
-
-uint64_t as_uint(const lyd_node* n) {
-  const auto v = value_of(n);
-  uint64_t x = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (ec != std::errc() || end != v.data() + v.size()) fail(n, "expected a number");
-  return x;
+TopologyError as_topology_error(const config::ConfigError& e) {
+  return TopologyError{e.path, e.message};
 }
 
 // decimal64 Gbit/s with 3 fraction digits -> Mbit/s, exactly.
@@ -132,11 +56,6 @@ net::Ipv6Addr as_ipv6(const lyd_node* n) {
   return *a;
 }
 
-template <typename F>
-void for_children(const lyd_node* parent, F&& f) {
-  for (const lyd_node* c = lyd_child(parent); c; c = c->next) f(c, name_of(c));
-}
-
 Topology map_topology(const lyd_node* top) {
   Topology t;
   struct PendingLink {
@@ -151,8 +70,8 @@ Topology map_topology(const lyd_node* top) {
       t.name = std::string(value_of(c));
     } else if (name == "usid-format") {
       for_children(c, [&](const lyd_node* f, std::string_view fn) {
-        if (fn == "block-bits") t.usid_format.block_bits = uint8_t(as_uint(f));
-        if (fn == "usid-bits") t.usid_format.usid_bits = uint8_t(as_uint(f));
+        if (fn == "block-bits") t.usid_format.block_bits = as_uint<uint8_t>(f);
+        if (fn == "usid-bits") t.usid_format.usid_bits = as_uint<uint8_t>(f);
       });
     } else if (name == "switches") {
       for_children(c, [&](const lyd_node* s, std::string_view) {
@@ -164,8 +83,8 @@ Topology map_topology(const lyd_node* top) {
             if (!r) fail(f, "unknown role");
             n.role = *r;
           }
-          if (fn == "plane") n.plane = uint16_t(as_uint(f));
-          if (fn == "pod") n.pod = uint16_t(as_uint(f));
+          if (fn == "plane") n.plane = as_uint<uint16_t>(f);
+          if (fn == "pod") n.pod = as_uint<uint16_t>(f);
           if (fn == "sid") n.sid = as_ipv6(f);
           if (fn == "usid") n.usid = as_ipv6(f);
         });
@@ -218,11 +137,11 @@ Topology map_topology(const lyd_node* top) {
         for_children(l, [&](const lyd_node* f, std::string_view fn) {
           if (fn == "a") p.a = std::string(value_of(f));
           if (fn == "b") p.b = std::string(value_of(f));
-          if (fn == "members") p.link.members = uint16_t(as_uint(f));
+          if (fn == "members") p.link.members = as_uint<uint16_t>(f);
           if (fn == "member-gbps") p.link.member_mbps = as_mbps(f);
           if (fn == "state") p.link.state = value_of(f) == "down" ? LinkState::down : LinkState::up;
           if (fn == "members-up") {
-            p.link.members_up = uint16_t(as_uint(f));
+            p.link.members_up = as_uint<uint16_t>(f);
             p.members_up_set = true;
           }
           if (fn == "capacity-gbps") p.link.capacity_override_mbps = as_mbps(f);
@@ -235,16 +154,16 @@ Topology map_topology(const lyd_node* top) {
   // Node names are list keys (unique per list); a switch and a host may still share one.
   for (const Node& n : t.nodes()) {
     if (auto id = t.find_node(n.name); id && &t.node(*id) != &n) {
-      throw MapError{TopologyError{n.is_host() ? host_path(n.name) : switch_path(n.name),
-                                   cat("name '", n.name, "' is used by a switch and a host")}};
+      fail_at(n.is_host() ? host_path(n.name) : switch_path(n.name),
+              cat("name '", n.name, "' is used by a switch and a host"));
     }
   }
   for (PendingLink& p : links) {
     const auto a = t.find_node(p.a);
     const auto b = t.find_node(p.b);
     const std::string lp = link_path(p.a, p.b);
-    if (!a) throw MapError{{lp + "/a", cat("unknown switch or host '", p.a, "'")}};
-    if (!b) throw MapError{{lp + "/b", cat("unknown switch or host '", p.b, "'")}};
+    if (!a) fail_at(lp + "/a", cat("unknown switch or host '", p.a, "'"));
+    if (!b) fail_at(lp + "/b", cat("unknown switch or host '", p.b, "'"));
     p.link.a = *a;
     p.link.b = *b;
     t.add_link(p.link);
@@ -277,36 +196,24 @@ TopologyResult load_topology_json(std::string_view json) {
   ScopedLyLogCapture capture;
   const std::string dir = config::find_yang_dir();
   if (dir.empty()) return TopologyError{"", "YANG folder not found (set SRV6GW_YANG_DIR)"};
-  ly_ctx* raw_ctx = nullptr;
-  if (ly_ctx_new(dir.c_str(), LY_CTX_NO_YANGLIBRARY | LY_CTX_DISABLE_SEARCHDIR_CWD, &raw_ctx) !=
-      LY_SUCCESS) {
-    return TopologyError{"", cat("cannot create a libyang context for ", dir)};
-  }
-  CtxPtr ctx(raw_ctx);
-  if (!ly_ctx_load_module(ctx.get(), kModule, nullptr, nullptr)) {
-    TopologyError e = libyang_error(ctx.get(), "cannot load the YANG module");
-    e.message = cat("cannot load YANG module ", dir, "/", kModule, ".yang: ", e.message);
-    return e;
-  }
+  auto made = config::yang::make_context(dir, kModule);
+  if (auto* e = std::get_if<config::ConfigError>(&made)) return as_topology_error(*e);
+  CtxPtr ctx = std::move(std::get<CtxPtr>(made));
   const std::string text(json);
   lyd_node* raw = nullptr;
   const LY_ERR rc = lyd_parse_data_mem(ctx.get(), text.c_str(), LYD_JSON, LYD_PARSE_STRICT,
                                        LYD_VALIDATE_PRESENT, &raw);
   TreePtr tree(raw);
-  if (rc != LY_SUCCESS) return libyang_error(ctx.get(), "invalid topology");
-  const lyd_node* top = nullptr;
-  for (const lyd_node* n = tree.get(); n; n = n->next) {
-    if (name_of(n) == "topology" && n->schema->module &&
-        std::strcmp(n->schema->module->name, kModule) == 0) {
-      top = n;
-    }
+  if (rc != LY_SUCCESS) {
+    return as_topology_error(config::yang::libyang_error(ctx.get(), "invalid topology"));
   }
+  const lyd_node* top = config::yang::find_top(tree.get(), kModule, "topology");
   if (!top) return TopologyError{kRoot, "the file has no topology"};
   Topology t;
   try {
     t = map_topology(top);
-  } catch (const MapError& e) {
-    return e.error;
+  } catch (const config::yang::NodeError& e) {
+    return as_topology_error(e.error);
   }
   if (auto e = check(t)) return *e;
   return t;

@@ -2,9 +2,14 @@
 #include "pathalg/plan.hpp"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <set>
+#include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 namespace srv6gw::pathalg {
 
@@ -159,47 +164,42 @@ std::vector<Pin> pins_from(const PathCache& cache, std::span<const Flow> flows,
 
 // ---- diff ----------------------------------------------------------------------------------
 
+namespace {
+
+// Objects of `to` that `from` lacks or holds otherwise go to `upserts`, the keys of objects
+// of `from` that `to` lacks to `deletes`; both in the vectors' order. Map and Set index the
+// keys (hashed where the key has a hash).
+template <template <class...> class Map, template <class...> class Set, typename T, typename KeyOf,
+          typename Deleted>
+void diff_by_key(const std::vector<T>& from, const std::vector<T>& to, KeyOf key_of,
+                 std::vector<T>& upserts, std::vector<Deleted>& deletes) {
+  using Key = std::decay_t<decltype(key_of(std::declval<const T&>()))>;
+  Map<Key, const T*> old;
+  for (const auto& x : from) old.emplace(key_of(x), &x);
+  Set<Key> now;
+  for (const auto& x : to) {
+    now.insert(key_of(x));
+    auto it = old.find(key_of(x));
+    if (it == old.end() || !(*it->second == x)) upserts.push_back(x);
+  }
+  for (const auto& x : from) {
+    if (!now.count(key_of(x))) deletes.push_back(Deleted(key_of(x)));
+  }
+}
+
+}  // namespace
+
 PlanDiff diff(const GatewayPlan& from, const GatewayPlan& to) {
   PlanDiff d;
-  {
-    std::unordered_map<std::string_view, const config::Policy*> old;
-    for (const auto& p : from.policies) old.emplace(p.name, &p);
-    std::unordered_set<std::string_view> now;
-    for (const auto& p : to.policies) {
-      now.insert(p.name);
-      auto it = old.find(p.name);
-      if (it == old.end() || !(*it->second == p)) d.upsert_policies.push_back(p);
-    }
-    for (const auto& p : from.policies) {
-      if (!now.count(p.name)) d.delete_policies.push_back(p.name);
-    }
-  }
-  {
-    std::unordered_map<uint32_t, const config::SteeringRule*> old;
-    for (const auto& r : from.steering) old.emplace(r.id, &r);
-    std::unordered_set<uint32_t> now;
-    for (const auto& r : to.steering) {
-      now.insert(r.id);
-      auto it = old.find(r.id);
-      if (it == old.end() || !(*it->second == r)) d.upsert_rules.push_back(r);
-    }
-    for (const auto& r : from.steering) {
-      if (!now.count(r.id)) d.delete_rules.push_back(r.id);
-    }
-  }
-  {
-    std::map<net::Ipv6Addr, const config::LocalSid*> old;
-    for (const auto& l : from.local_sids) old.emplace(l.sid, &l);
-    std::set<net::Ipv6Addr> now;
-    for (const auto& l : to.local_sids) {
-      now.insert(l.sid);
-      auto it = old.find(l.sid);
-      if (it == old.end() || !(*it->second == l)) d.upsert_local_sids.push_back(l);
-    }
-    for (const auto& l : from.local_sids) {
-      if (!now.count(l.sid)) d.delete_local_sids.push_back(l.sid);
-    }
-  }
+  diff_by_key<std::unordered_map, std::unordered_set>(
+      from.policies, to.policies, [](const config::Policy& p) { return std::string_view(p.name); },
+      d.upsert_policies, d.delete_policies);
+  diff_by_key<std::unordered_map, std::unordered_set>(
+      from.steering, to.steering, [](const config::SteeringRule& r) { return r.id; },
+      d.upsert_rules, d.delete_rules);
+  diff_by_key<std::map, std::set>(
+      from.local_sids, to.local_sids, [](const config::LocalSid& l) { return l.sid; },
+      d.upsert_local_sids, d.delete_local_sids);
   return d;
 }
 

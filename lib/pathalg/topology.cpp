@@ -7,6 +7,8 @@
 #include <set>
 #include <utility>
 
+#include "pathalg/cat.hpp"
+
 namespace srv6gw::pathalg {
 
 const char* to_string(Role r) {
@@ -141,14 +143,6 @@ bool Topology::apply(const LinkChange& c, std::string* error) {
 
 namespace {
 constexpr const char* kRoot = "/srv6gw-topology:topology";
-
-// Concatenation by appending: GCC 12's -Wrestrict misfires on "literal" + std::string.
-template <typename... Parts>
-std::string cat(const Parts&... parts) {
-  std::string s;
-  (s += ... += parts);
-  return s;
-}
 
 std::string quoted(std::string_view v) {
   std::string s = "'";

@@ -21,42 +21,11 @@ const char* to_string(LocalSidBehavior b) {
 }
 
 const char* to_string(DecapStatus s) {
-  switch (s) {
-    case DecapStatus::ok:
-      return "ok";
-    case DecapStatus::truncated_outer:
-      return "truncated_outer";
-    case DecapStatus::not_ipv6:
-      return "not_ipv6";
-    case DecapStatus::bad_outer_length:
-      return "bad_outer_length";
-    case DecapStatus::truncated_ext:
-      return "truncated_ext";
-    case DecapStatus::ext_chain_too_long:
-      return "ext_chain_too_long";
-    case DecapStatus::srh_inconsistent:
-      return "srh_inconsistent";
-    case DecapStatus::segments_left_nonzero:
-      return "segments_left_nonzero";
-    case DecapStatus::bad_next_header:
-      return "bad_next_header";
-    case DecapStatus::truncated_inner:
-      return "truncated_inner";
-    case DecapStatus::ecn_ce_on_not_ect:
-      return "ecn_ce_on_not_ect";
-    case DecapStatus::outer_fragment:
-      return "outer_fragment";
-    case DecapStatus::count_:
-      break;
-  }
-  return "unknown";
+  return net::enum_name(kDecapStatusNames, s);
 }
 
 namespace {
 
-constexpr size_t kIpv4MinHeaderLen = 20;
-constexpr size_t kIpv6HeaderLen = 40;
-constexpr size_t kExtMinLen = 8;
 constexpr uint8_t kEcnNotEct = 0;
 constexpr uint8_t kEcnEct1 = 1;
 constexpr uint8_t kEcnEct0 = 2;
@@ -95,29 +64,29 @@ DecapStatus decap(std::span<uint8_t> outer, LocalSidBehavior behavior, DecapResu
   if (SRV6GW_UNLIKELY(behavior == LocalSidBehavior::end_probe)) return DecapStatus::bad_next_header;
   uint8_t* p = outer.data();
   const size_t len = outer.size();
-  if (SRV6GW_UNLIKELY(len < kIpv6HeaderLen)) return DecapStatus::truncated_outer;
+  if (SRV6GW_UNLIKELY(len < net::kIpv6HeaderLen)) return DecapStatus::truncated_outer;
   const uint32_t word0 = net::load_be32(p);
   if (SRV6GW_UNLIKELY((word0 >> 28) != 6)) return DecapStatus::not_ipv6;
-  const size_t end = kIpv6HeaderLen + net::load_be16(p + 4);
+  const size_t end = net::kIpv6HeaderLen + net::load_be16(p + 4);
   if (SRV6GW_UNLIKELY(end > len)) return DecapStatus::bad_outer_length;
   const uint8_t outer_ecn = uint8_t((word0 >> 20) & 0x3);
   result.outer_ecn = outer_ecn;
 
   uint8_t nh = p[6];
-  size_t off = kIpv6HeaderLen;
+  size_t off = net::kIpv6HeaderLen;
   for (unsigned n = 0;; ++n) {
     if (nh != net::kProtoRouting && nh != net::kProtoHopByHop && nh != net::kProtoDestOpts &&
         nh != net::kProtoFragment)
       break;
     if (SRV6GW_UNLIKELY(n == net::kMaxExtHeaders)) return DecapStatus::ext_chain_too_long;
-    if (SRV6GW_UNLIKELY(off + kExtMinLen > end)) return DecapStatus::truncated_ext;
+    if (SRV6GW_UNLIKELY(off + net::kExtMinLen > end)) return DecapStatus::truncated_ext;
     const uint8_t* ext = p + off;
     if (nh == net::kProtoFragment) {
       // Only an atomic fragment (offset 0, M clear; RFC 6946) is a whole packet.
       if (SRV6GW_UNLIKELY((net::load_be16(ext + 2) & 0xFFF9) != 0))
         return DecapStatus::outer_fragment;
       nh = ext[0];
-      off += kExtMinLen;
+      off += net::kExtMinLen;
       continue;
     }
     const unsigned hdr_ext_len = ext[1];
@@ -150,19 +119,19 @@ DecapStatus decap(std::span<uint8_t> outer, LocalSidBehavior behavior, DecapResu
   size_t inner_len;
   uint8_t inner_ecn;
   if (nh == net::kProtoIpv4 && want4) {
-    if (SRV6GW_UNLIKELY(off + kIpv4MinHeaderLen > end)) return DecapStatus::truncated_inner;
+    if (SRV6GW_UNLIKELY(off + net::kIpv4MinHeaderLen > end)) return DecapStatus::truncated_inner;
     if (SRV6GW_UNLIKELY((inner[0] >> 4) != 4)) return DecapStatus::bad_next_header;
     const size_t ihl_bytes = size_t(inner[0] & 0xF) * 4;
     inner_len = net::load_be16(inner + 2);
-    if (SRV6GW_UNLIKELY(ihl_bytes < kIpv4MinHeaderLen || inner_len < ihl_bytes ||
+    if (SRV6GW_UNLIKELY(ihl_bytes < net::kIpv4MinHeaderLen || inner_len < ihl_bytes ||
                         off + inner_len > end))
       return DecapStatus::truncated_inner;
     inner_ecn = inner[1] & 0x3;
     result.inner_family = net::Family::ipv4;
   } else if (nh == net::kProtoIpv6 && want6) {
-    if (SRV6GW_UNLIKELY(off + kIpv6HeaderLen > end)) return DecapStatus::truncated_inner;
+    if (SRV6GW_UNLIKELY(off + net::kIpv6HeaderLen > end)) return DecapStatus::truncated_inner;
     if (SRV6GW_UNLIKELY((inner[0] >> 4) != 6)) return DecapStatus::bad_next_header;
-    inner_len = kIpv6HeaderLen + net::load_be16(inner + 4);
+    inner_len = net::kIpv6HeaderLen + net::load_be16(inner + 4);
     if (SRV6GW_UNLIKELY(off + inner_len > end)) return DecapStatus::truncated_inner;
     inner_ecn = (inner[1] >> 4) & 0x3;
     result.inner_family = net::Family::ipv6;

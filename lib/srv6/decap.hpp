@@ -7,6 +7,8 @@
 #include <span>
 
 #include "net/addr.hpp"
+#include "net/enum_names.hpp"
+#include "net/headers.hpp"
 
 namespace srv6gw::srv6 {
 
@@ -16,21 +18,29 @@ namespace srv6gw::srv6 {
 enum class LocalSidBehavior : uint8_t { end_dx4, end_dx6, end_dt46, end_probe };
 const char* to_string(LocalSidBehavior b);
 
-enum class DecapStatus : uint8_t {
-  ok = 0,
-  truncated_outer,        // shorter than an IPv6 header
-  not_ipv6,               // outer version is not 6
-  bad_outer_length,       // payload length beyond the span
-  truncated_ext,          // an extension header (or the SRH) runs past the packet
-  ext_chain_too_long,     // more extension headers than the parser's bound
-  srh_inconsistent,       // routing type 4 with last entry / length that do not agree
-  segments_left_nonzero,  // SRH with segments left != 0: not the last segment
-  bad_next_header,        // inner protocol is not 4/41 (or not the one the behavior wants)
-  truncated_inner,        // inner header missing or its length beyond the outer payload
-  ecn_ce_on_not_ect,      // RFC 6040: outer CE onto a not-ECT inner must be dropped
-  outer_fragment,         // outer IPv6 fragment (offset or M set): we do not reassemble
-  count_
-};
+#define SRV6GW_DECAP_STATUSES(X)                                                                   \
+  X(ok, "ok")                                                                                      \
+  X(truncated_outer, "truncated_outer")   /* shorter than an IPv6 header */                        \
+  X(not_ipv6, "not_ipv6")                 /* outer version is not 6 */                             \
+  X(bad_outer_length, "bad_outer_length") /* payload length beyond the span */                     \
+  X(truncated_ext, "truncated_ext") /* an extension header (or the SRH) runs past the packet */    \
+  X(ext_chain_too_long, "ext_chain_too_long") /* more extension headers than the parser's bound */ \
+  X(srh_inconsistent,                                                                              \
+    "srh_inconsistent") /* routing type 4 with last entry / length that do not agree */            \
+  X(segments_left_nonzero,                                                                         \
+    "segments_left_nonzero") /* SRH with segments left != 0: not the last segment */               \
+  X(bad_next_header,                                                                               \
+    "bad_next_header") /* inner protocol is not 4/41 (or not the one the behavior wants) */        \
+  X(truncated_inner,                                                                               \
+    "truncated_inner") /* inner header missing or its length beyond the outer payload */           \
+  X(ecn_ce_on_not_ect,                                                                             \
+    "ecn_ce_on_not_ect") /* RFC 6040: outer CE onto a not-ECT inner must be dropped */             \
+  X(outer_fragment,                                                                                \
+    "outer_fragment") /* outer IPv6 fragment (offset or M set): we do not reassemble */
+
+enum class DecapStatus : uint8_t { SRV6GW_ENUM_MEMBERS(SRV6GW_DECAP_STATUSES) count_ };
+inline constexpr auto kDecapStatusNames = SRV6GW_ENUM_NAMES(SRV6GW_DECAP_STATUSES);
+static_assert(kDecapStatusNames.size() == size_t(DecapStatus::count_));
 const char* to_string(DecapStatus s);
 
 struct DecapResult {

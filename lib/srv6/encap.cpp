@@ -20,26 +20,10 @@ const char* to_string(EncapMode m) {
 }
 
 const char* to_string(BuildStatus s) {
-  switch (s) {
-    case BuildStatus::ok:
-      return "ok";
-    case BuildStatus::no_sids:
-      return "no_sids";
-    case BuildStatus::too_many_sids:
-      return "too_many_sids";
-    case BuildStatus::bad_usid_format:
-      return "bad_usid_format";
-    case BuildStatus::sid_not_in_block:
-      return "sid_not_in_block";
-    case BuildStatus::sid_not_usid:
-      return "sid_not_usid";
-  }
-  return "unknown";
+  return net::enum_name(kBuildStatusNames, s);
 }
 
 namespace {
-
-constexpr unsigned kSidLen = 16;
 
 bool usid_format_valid(UsidFormat f) {
   return f.block_bits != 0 && f.usid_bits != 0 && f.block_bits % 8 == 0 && f.usid_bits % 8 == 0 &&
@@ -69,7 +53,8 @@ unsigned srh_entries(unsigned destinations, EncapMode mode) {
 }
 
 unsigned header_len_for(unsigned entries) {
-  return entries == 0 ? kIpv6HeaderLen : kIpv6HeaderLen + kSrhFixedLen + kSidLen * entries;
+  return entries == 0 ? net::kIpv6HeaderLen
+                      : net::kIpv6HeaderLen + net::kSrhFixedLen + net::kIpv6AddrLen * entries;
 }
 
 // Packs the micro-SIDs of `sids` (each block|usid|zeros) into containers
@@ -90,7 +75,7 @@ BuildStatus pack_usids(std::span<const net::Ipv6Addr> sids, UsidFormat f,
     for (unsigned i = block; i < block + usid; ++i) usid_zero &= b[i] == 0;
     // An all-zero micro-SID is the end-of-carrier marker (RFC 9800): it cannot be a hop.
     if (usid_zero) return BuildStatus::sid_not_usid;
-    for (unsigned i = block + usid; i < kSidLen; ++i)
+    for (unsigned i = block + usid; i < net::kIpv6AddrLen; ++i)
       if (b[i] != 0) return BuildStatus::sid_not_usid;
   }
   for (unsigned c = 0; c < needed; ++c) {
@@ -141,11 +126,11 @@ BuildStatus build_template(const TemplateSpec& spec, EncapTemplate& out) {
   ip[0] = 0x60;
   ip[6] = has_srh ? net::kProtoRouting : net::kProtoIpv4;  // inner proto patched per packet
   ip[7] = spec.hop_limit;
-  std::memcpy(ip + 8, spec.source.bytes.data(), kSidLen);
-  std::memcpy(ip + 24, path[0].bytes.data(), kSidLen);
+  std::memcpy(ip + 8, spec.source.bytes.data(), net::kIpv6AddrLen);
+  std::memcpy(ip + 24, path[0].bytes.data(), net::kIpv6AddrLen);
 
   if (has_srh) {
-    uint8_t* srh = out.bytes + kIpv6HeaderLen;
+    uint8_t* srh = out.bytes + net::kIpv6HeaderLen;
     srh[0] = net::kProtoIpv4;       // patched per packet
     srh[1] = uint8_t(2 * entries);  // hdr ext len in 8-octet units past the first 8
     srh[2] = net::kSrhRoutingType;
@@ -155,12 +140,13 @@ BuildStatus build_template(const TemplateSpec& spec, EncapTemplate& out) {
     net::store_be16(srh + 6, spec.tag);
     // Segment List[0] is the last segment of the path (RFC 8754 reverse order).
     for (unsigned i = 0; i < entries; ++i)
-      std::memcpy(srh + kSrhFixedLen + kSidLen * i, path[n - 1 - i].bytes.data(), kSidLen);
+      std::memcpy(srh + net::kSrhFixedLen + net::kIpv6AddrLen * i, path[n - 1 - i].bytes.data(),
+                  net::kIpv6AddrLen);
   }
 
   out.size = uint16_t(header_len_for(entries));
-  out.next_header_offset = has_srh ? uint16_t(kIpv6HeaderLen) : uint16_t(6);
-  out.tag_offset = has_srh ? uint16_t(kIpv6HeaderLen + 6) : uint16_t(0);
+  out.next_header_offset = has_srh ? uint16_t(net::kIpv6HeaderLen) : uint16_t(6);
+  out.tag_offset = has_srh ? uint16_t(net::kIpv6HeaderLen + 6) : uint16_t(0);
   out.segment_count = spec.mode == EncapMode::usid ? uint8_t(n) : uint8_t(entries);
   out.has_srh = has_srh;
   out.first_destination = path[0];

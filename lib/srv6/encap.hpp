@@ -11,13 +11,14 @@
 
 #include "net/addr.hpp"
 #include "net/bytes.hpp"
+#include "net/enum_names.hpp"
+#include "net/headers.hpp"
 
 namespace srv6gw::srv6 {
 
 inline constexpr unsigned kMaxSids = 16;
-inline constexpr unsigned kIpv6HeaderLen = 40;
-inline constexpr unsigned kSrhFixedLen = 8;
-inline constexpr unsigned kMaxEncapLen = kIpv6HeaderLen + kSrhFixedLen + 16 * kMaxSids;  // 344
+inline constexpr unsigned kMaxEncapLen =
+    net::kIpv6HeaderLen + net::kSrhFixedLen + net::kIpv6AddrLen * kMaxSids;  // 344
 
 enum class EncapMode : uint8_t {
   encaps,      // H.Encaps: full SRH with every SID
@@ -54,14 +55,19 @@ struct alignas(64) EncapTemplate {
   EncapMode mode = EncapMode::encaps;  // mode the template was built for (diagnostics)
 };
 
-enum class BuildStatus : uint8_t {
-  ok = 0,
-  no_sids,           // empty segment list
-  too_many_sids,     // more than kMaxSids (or more than kMaxSids containers)
-  bad_usid_format,   // block/usid lengths not multiples of 8, zero, or not fitting in 128 bits
-  sid_not_in_block,  // usid mode: a SID's locator block differs from the first SID's
-  sid_not_usid,      // usid mode: bits after the micro-SID are not zero
-};
+#define SRV6GW_BUILD_STATUSES(X)                                                                \
+  X(ok, "ok")                                                                                   \
+  X(no_sids, "no_sids")             /* empty segment list */                                    \
+  X(too_many_sids, "too_many_sids") /* more than kMaxSids (or more than kMaxSids containers) */ \
+  X(bad_usid_format, "bad_usid_format") /* block/usid lengths not multiples of 8, zero, or not  \
+                                           fitting in 128 bits */                               \
+  X(sid_not_in_block,                                                                           \
+    "sid_not_in_block") /* usid mode: a SID's locator block differs from the first SID's */     \
+  X(sid_not_usid, "sid_not_usid") /* usid mode: bits after the micro-SID are not zero */
+
+enum class BuildStatus : uint8_t { SRV6GW_ENUM_MEMBERS(SRV6GW_BUILD_STATUSES) count_ };
+inline constexpr auto kBuildStatusNames = SRV6GW_ENUM_NAMES(SRV6GW_BUILD_STATUSES);
+static_assert(kBuildStatusNames.size() == size_t(BuildStatus::count_));
 const char* to_string(BuildStatus s);
 
 // Builds the template; on error `out` is unspecified and the status names what is wrong.
@@ -92,7 +98,7 @@ inline void write_encap(const EncapTemplate& t, uint8_t* dst, const EncapFields&
   for (; i + 32 <= size; i += 32) __builtin_memcpy(dst + i, t.bytes + i, 32);
   if (i < size) __builtin_memcpy(dst + size - 32, t.bytes + size - 32, 32);
   net::store_be32(dst, 0x60000000u | uint32_t(f.traffic_class) << 20 | (f.flow_label & 0xFFFFF));
-  net::store_be16(dst + 4, uint16_t(size - kIpv6HeaderLen + f.inner_len));
+  net::store_be16(dst + 4, uint16_t(size - net::kIpv6HeaderLen + f.inner_len));
   dst[t.next_header_offset] = f.inner_proto;
   if (t.has_srh) net::store_be16(dst + t.tag_offset, f.tag);
 }

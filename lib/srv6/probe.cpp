@@ -10,12 +10,6 @@ namespace srv6gw::srv6::probe {
 
 namespace {
 
-constexpr uint8_t kNextUdp = 17;
-constexpr uint8_t kNextRouting = 43;
-constexpr uint8_t kSrhType = 4;
-constexpr size_t kIpv6Len = 40;
-constexpr size_t kUdpLen = 8;
-
 inline void store_be64(uint8_t* p, uint64_t v) {
   net::store_be32(p, uint32_t(v >> 32));
   net::store_be32(p + 4, uint32_t(v));
@@ -37,14 +31,14 @@ void write_route(uint8_t* p, const net::Ipv6Addr& src, std::span<const net::Ipv6
   const size_t n = segs.size();
   net::store_be32(p, 6u << 28 | uint32_t(traffic_class) << 20 | (flow_label & 0xFFFFF));
   net::store_be16(p + 4, payload_len);
-  p[6] = kNextRouting;
+  p[6] = net::kProtoRouting;
   p[7] = hop_limit;
   std::memcpy(p + 8, src.bytes.data(), 16);
   std::memcpy(p + 24, segs[0].bytes.data(), 16);
-  uint8_t* srh = p + kIpv6Len;
-  srh[0] = kNextUdp;
+  uint8_t* srh = p + net::kIpv6HeaderLen;
+  srh[0] = net::kProtoUdp;
   srh[1] = uint8_t(2 * n);
-  srh[2] = kSrhType;
+  srh[2] = net::kSrhRoutingType;
   srh[3] = uint8_t(n - 1);  // segments left
   srh[4] = uint8_t(n - 1);  // last entry
   srh[5] = 0;               // flags
@@ -88,43 +82,7 @@ uint16_t source_port_of(uint16_t path_id) {
 }  // namespace
 
 const char* to_string(Status s) {
-  switch (s) {
-    case Status::ok:
-      return "ok";
-    case Status::buffer_too_small:
-      return "buffer_too_small";
-    case Status::bad_segment_count:
-      return "bad_segment_count";
-    case Status::truncated:
-      return "truncated";
-    case Status::not_ipv6:
-      return "not_ipv6";
-    case Status::bad_length:
-      return "bad_length";
-    case Status::no_srh:
-      return "no_srh";
-    case Status::srh_inconsistent:
-      return "srh_inconsistent";
-    case Status::segments_left_nonzero:
-      return "segments_left_nonzero";
-    case Status::not_probe:
-      return "not_probe";
-    case Status::bad_udp_length:
-      return "bad_udp_length";
-    case Status::bad_checksum:
-      return "bad_checksum";
-    case Status::bad_magic:
-      return "bad_magic";
-    case Status::bad_version:
-      return "bad_version";
-    case Status::bad_type:
-      return "bad_type";
-    case Status::bad_return_list:
-      return "bad_return_list";
-    case Status::count_:
-      break;
-  }
-  return "?";
+  return net::enum_name(kStatusNames, s);
 }
 
 uint16_t udp6_checksum(const net::Ipv6Addr& src, const net::Ipv6Addr& final_dst,
@@ -133,7 +91,7 @@ uint16_t udp6_checksum(const net::Ipv6Addr& src, const net::Ipv6Addr& final_dst,
   acc = sum16(acc, src.bytes.data(), 16);
   acc = sum16(acc, final_dst.bytes.data(), 16);
   acc += uint32_t(udp.size() >> 16) + uint32_t(udp.size() & 0xFFFF);
-  acc += kNextUdp;
+  acc += net::kProtoUdp;
   acc = sum16(acc, udp.data(), udp.size());
   while (acc >> 16) acc = (acc & 0xFFFF) + (acc >> 16);
   const uint16_t c = uint16_t(~acc);
@@ -148,14 +106,14 @@ Status build_request(const RequestSpec& spec, const Fields& fields, std::span<ui
   if (out.size() < total) return Status::buffer_too_small;
   uint8_t* p = out.data();
   const size_t srh_len = 8 + 16 * n;
-  const size_t udp_len = kUdpLen + kHeaderLen + 16 * r;
+  const size_t udp_len = net::kUdpHeaderLen + kHeaderLen + 16 * r;
   write_route(p, spec.source, spec.segments, spec.traffic_class, spec.hop_limit, fields.path_id,
               uint16_t(srh_len + udp_len), flow_label_of(fields.path_id));
-  uint8_t* udp = p + kIpv6Len + srh_len;
+  uint8_t* udp = p + net::kIpv6HeaderLen + srh_len;
   Fields f = fields;
   f.type = Type::request;
-  write_header(udp + kUdpLen, f, uint8_t(r));
-  uint8_t* ret = udp + kUdpLen + kHeaderLen;
+  write_header(udp + net::kUdpHeaderLen, f, uint8_t(r));
+  uint8_t* ret = udp + net::kUdpHeaderLen + kHeaderLen;
   for (size_t i = 0; i < r; ++i)
     std::memcpy(ret + 16 * i, spec.return_segments[i].bytes.data(), 16);
   finish_udp(udp, source_port_of(fields.path_id), udp_len, spec.source, spec.segments[n - 1]);
@@ -165,28 +123,28 @@ Status build_request(const RequestSpec& spec, const Fields& fields, std::span<ui
 
 Status parse(std::span<const uint8_t> pkt, Parsed& out) {
   const uint8_t* p = pkt.data();
-  if (pkt.size() < kIpv6Len) return Status::truncated;
+  if (pkt.size() < net::kIpv6HeaderLen) return Status::truncated;
   if ((p[0] >> 4) != 6) return Status::not_ipv6;
   const size_t payload = net::load_be16(p + 4);
-  if (kIpv6Len + payload > pkt.size()) return Status::bad_length;
-  const size_t end = kIpv6Len + payload;
-  if (p[6] != kNextRouting) return Status::no_srh;
-  if (end < kIpv6Len + 8) return Status::truncated;
-  const uint8_t* srh = p + kIpv6Len;
-  if (srh[2] != kSrhType) return Status::no_srh;
+  if (net::kIpv6HeaderLen + payload > pkt.size()) return Status::bad_length;
+  const size_t end = net::kIpv6HeaderLen + payload;
+  if (p[6] != net::kProtoRouting) return Status::no_srh;
+  if (end < net::kIpv6HeaderLen + 8) return Status::truncated;
+  const uint8_t* srh = p + net::kIpv6HeaderLen;
+  if (srh[2] != net::kSrhRoutingType) return Status::no_srh;
   const size_t srh_len = 8 + 8 * size_t(srh[1]);
-  if (kIpv6Len + srh_len > end) return Status::truncated;
+  if (net::kIpv6HeaderLen + srh_len > end) return Status::truncated;
   const size_t n_seg = size_t(srh[4]) + 1;
   if (8 + 16 * n_seg > srh_len || srh[3] > srh[4]) return Status::srh_inconsistent;
   if (srh[3] != 0) return Status::segments_left_nonzero;
-  if (srh[0] != kNextUdp) return Status::not_probe;
-  const size_t udp_off = kIpv6Len + srh_len;
-  if (udp_off + kUdpLen > end) return Status::truncated;
+  if (srh[0] != net::kProtoUdp) return Status::not_probe;
+  const size_t udp_off = net::kIpv6HeaderLen + srh_len;
+  if (udp_off + net::kUdpHeaderLen > end) return Status::truncated;
   const uint8_t* udp = p + udp_off;
   if (net::load_be16(udp + 2) != kUdpPort) return Status::not_probe;
   const size_t udp_len = net::load_be16(udp + 4);
   if (udp_len != end - udp_off) return Status::bad_udp_length;
-  if (udp_len < kUdpLen + kHeaderLen) return Status::truncated;
+  if (udp_len < net::kUdpHeaderLen + kHeaderLen) return Status::truncated;
   net::Ipv6Addr src, dst;
   std::memcpy(src.bytes.data(), p + 8, 16);
   std::memcpy(dst.bytes.data(), p + 24, 16);
@@ -197,7 +155,7 @@ Status parse(std::span<const uint8_t> pkt, Parsed& out) {
     // function returns as 0xFFFF.
     return Status::bad_checksum;
   }
-  const uint8_t* h = udp + kUdpLen;
+  const uint8_t* h = udp + net::kUdpHeaderLen;
   if (net::load_be32(h) != kMagic) return Status::bad_magic;
   if (h[4] != kVersion) return Status::bad_version;
   if (h[5] != uint8_t(Type::request) && h[5] != uint8_t(Type::reply)) return Status::bad_type;
@@ -213,10 +171,10 @@ Status parse(std::span<const uint8_t> pkt, Parsed& out) {
   out.returns_offset = 0;
   if (out.fields.type == Type::request) {
     const size_t r = h[6];
-    if (r == 0 || r > kMaxSegments || kUdpLen + kHeaderLen + 16 * r > udp_len)
+    if (r == 0 || r > kMaxSegments || net::kUdpHeaderLen + kHeaderLen + 16 * r > udp_len)
       return Status::bad_return_list;
     out.n_return = uint8_t(r);
-    out.returns_offset = udp_off + kUdpLen + kHeaderLen;
+    out.returns_offset = udp_off + net::kUdpHeaderLen + kHeaderLen;
   }
   return Status::ok;
 }
@@ -235,15 +193,15 @@ Status reflect(std::span<uint8_t> pkt, const Parsed& request, uint8_t hop_limit,
   for (size_t i = 0; i < r; ++i)
     std::memcpy(segs[i].bytes.data(), pkt.data() + request.returns_offset + 16 * i, 16);
   const size_t srh_len = 8 + 16 * r;
-  const size_t udp_len = kUdpLen + kHeaderLen;
+  const size_t udp_len = net::kUdpHeaderLen + kHeaderLen;
   write_route(buf, request.destination, std::span<const net::Ipv6Addr>(segs, r),
               request.traffic_class, hop_limit, request.tag, uint16_t(srh_len + udp_len),
               flow_label_of(request.fields.path_id));
-  uint8_t* udp = buf + kIpv6Len + srh_len;
+  uint8_t* udp = buf + net::kIpv6HeaderLen + srh_len;
   Fields f = request.fields;
   f.type = Type::reply;
   f.reflect_time = reflect_time;
-  write_header(udp + kUdpLen, f, 0);
+  write_header(udp + net::kUdpHeaderLen, f, 0);
   finish_udp(udp, source_port_of(request.fields.path_id), udp_len, request.destination,
              segs[r - 1]);
   if (total > pkt.size()) return Status::buffer_too_small;

@@ -16,6 +16,8 @@
 #include <span>
 
 #include "net/addr.hpp"
+#include "net/enum_names.hpp"
+#include "net/headers.hpp"
 
 namespace srv6gw::srv6::probe {
 
@@ -48,25 +50,28 @@ struct RequestSpec {
   uint8_t traffic_class = 0;
 };
 
-enum class Status : uint8_t {
-  ok = 0,
-  buffer_too_small,       // build: the output span cannot hold the probe
-  bad_segment_count,      // build: 0 or more than 16 SIDs in a direction
-  truncated,              // a header runs past the packet
-  not_ipv6,               // version is not 6
-  bad_length,             // IPv6 payload length beyond the span
-  no_srh,                 // next header is not a routing header of type 4
-  srh_inconsistent,       // last entry / length / segments left do not agree
-  segments_left_nonzero,  // not at the last segment: not for us yet
-  not_probe,              // not UDP to kUdpPort
-  bad_udp_length,         // UDP length does not match the IPv6 payload
-  bad_checksum,           // UDP checksum wrong
-  bad_magic,
-  bad_version,
-  bad_type,
-  bad_return_list,  // request: return list missing, empty, longer than 16, or truncated
-  count_
-};
+#define SRV6GW_PROBE_STATUSES(X)                                                                   \
+  X(ok, "ok")                                                                                      \
+  X(buffer_too_small, "buffer_too_small")   /* build: the output span cannot hold the probe */     \
+  X(bad_segment_count, "bad_segment_count") /* build: 0 or more than 16 SIDs in a direction */     \
+  X(truncated, "truncated")                 /* a header runs past the packet */                    \
+  X(not_ipv6, "not_ipv6")                   /* version is not 6 */                                 \
+  X(bad_length, "bad_length")               /* IPv6 payload length beyond the span */              \
+  X(no_srh, "no_srh")                       /* next header is not a routing header of type 4 */    \
+  X(srh_inconsistent, "srh_inconsistent")   /* last entry / length / segments left do not agree */ \
+  X(segments_left_nonzero, "segments_left_nonzero") /* not at the last segment: not for us yet */  \
+  X(not_probe, "not_probe")                         /* not UDP to kUdpPort */                      \
+  X(bad_udp_length, "bad_udp_length") /* UDP length does not match the IPv6 payload */             \
+  X(bad_checksum, "bad_checksum")     /* UDP checksum wrong */                                     \
+  X(bad_magic, "bad_magic")                                                                        \
+  X(bad_version, "bad_version")                                                                    \
+  X(bad_type, "bad_type")                                                                          \
+  X(bad_return_list,                                                                               \
+    "bad_return_list") /* request: return list missing, empty, longer than 16, or truncated */
+
+enum class Status : uint8_t { SRV6GW_ENUM_MEMBERS(SRV6GW_PROBE_STATUSES) count_ };
+inline constexpr auto kStatusNames = SRV6GW_ENUM_NAMES(SRV6GW_PROBE_STATUSES);
+static_assert(kStatusNames.size() == size_t(Status::count_));
 const char* to_string(Status s);
 
 // Bytes of a request with `segments` SIDs out and `returns` SIDs back (outer IPv6 onward).

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Hand-built test packets, byte by byte in network order, written from the RFCs / the IBTA
-// layout and independent of the code under test (no include of lib/ code).
+// layout and independent of the code under test (no include of lib/ code). The low layer
+// writes every field (parser and fuzz tests); the frame layer below it builds a whole RoCEv2
+// or SRv6 frame from a few fields (data plane and engine tests).
 #pragma once
 
+#include <arpa/inet.h>
+
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <span>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -200,16 +206,140 @@ inline Bytes routing_hdr(uint8_t next_header, uint8_t type, uint8_t segments_lef
   return b;
 }
 
-inline Bytes ethernet(uint16_t ethertype, const Bytes& payload,
-                      const std::vector<std::pair<uint16_t, uint16_t>>& tags = {}) {
-  Bytes b = {0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
+using Mac = std::array<uint8_t, 6>;
+inline constexpr Mac kDefaultDstMac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
+inline constexpr Mac kDefaultSrcMac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
+
+// Ethernet header (+ VLAN tags, outermost first) + payload, zero-padded to `pad_to` bytes.
+inline Bytes ethernet(const Mac& dst, const Mac& src, uint16_t ethertype, const Bytes& payload,
+                      const std::vector<std::pair<uint16_t, uint16_t>>& tags = {},
+                      size_t pad_to = 0) {
+  Bytes b(dst.begin(), dst.end());
+  b.insert(b.end(), src.begin(), src.end());
   for (auto [tpid, tci] : tags) {
     put16(b, tpid);
     put16(b, tci);
   }
   put16(b, ethertype);
   append(b, payload);
+  while (b.size() < pad_to) b.push_back(0);
   return b;
+}
+
+inline Bytes ethernet(uint16_t ethertype, const Bytes& payload,
+                      const std::vector<std::pair<uint16_t, uint16_t>>& tags = {}) {
+  return ethernet(kDefaultDstMac, kDefaultSrcMac, ethertype, payload, tags);
+}
+
+// ---- Whole frames from a few fields (the data plane and engine tests) ----
+
+// Text address ("10.0.0.1", "fc00::1") to bytes; 4 bytes for IPv4, 16 for IPv6.
+inline Bytes addr(const char* text) {
+  Bytes b(16);
+  if (inet_pton(AF_INET, text, b.data()) == 1) {
+    b.resize(4);
+    return b;
+  }
+  if (inet_pton(AF_INET6, text, b.data()) != 1) throw std::invalid_argument(text);
+  return b;
+}
+inline V6 v6(const char* text) {
+  const Bytes b = addr(text);
+  if (b.size() != 16) throw std::invalid_argument(text);
+  V6 a;
+  std::copy(b.begin(), b.end(), a.begin());
+  return a;
+}
+
+struct RoceSpec {
+  const char* src = "10.0.0.1";
+  const char* dst = "10.0.1.1";  // IPv4 or IPv6 by this address
+  uint8_t dscp = 0;
+  uint8_t ecn = 0;
+  uint8_t ttl = 64;
+  uint16_t sport = 49152;
+  uint8_t opcode = 0x0a;  // RDMA WRITE only
+  uint32_t dest_qp = 0x123;
+  uint32_t psn = 1;
+  size_t payload = 64;       // bytes after the BTH, before the ICRC
+  uint32_t payload_tag = 0;  // written into the first four payload bytes (sequence numbers)
+};
+
+// The IP packet with UDP 4791, BTH (AckReq set), payload and a zero ICRC field (nothing
+// here checks it).
+inline Bytes roce_ip_packet(const RoceSpec& s) {
+  BthFields f;
+  f.opcode = s.opcode;
+  f.dest_qp = s.dest_qp;
+  f.byte8 = 0x80;  // AckReq
+  f.psn = s.psn;
+  Bytes l4 = bth(f);
+  for (size_t i = 0; i < s.payload; ++i) l4.push_back(uint8_t(i * 7));
+  if (s.payload >= 4) {
+    const size_t at = l4.size() - s.payload;
+    for (int i = 0; i < 4; ++i) l4[at + size_t(i)] = uint8_t(s.payload_tag >> (24 - 8 * i));
+  }
+  put32(l4, 0);  // ICRC
+  Bytes udp;
+  put16(udp, s.sport);
+  put16(udp, 4791);
+  put16(udp, uint16_t(8 + l4.size()));
+  put16(udp, 0);
+  append(udp, l4);
+  const Bytes src = addr(s.src), dst = addr(s.dst);
+  const uint8_t tos = uint8_t(s.dscp << 2 | s.ecn);
+  if (dst.size() == 4) {
+    Ipv4Fields h;
+    h.tos = tos;
+    h.ttl = s.ttl;
+    std::copy(src.begin(), src.end(), h.src.begin());
+    std::copy(dst.begin(), dst.end(), h.dst.begin());
+    return ipv4(h, udp);
+  }
+  Ipv6Fields h;
+  h.tc = tos;
+  h.flow_label = 0x12345;
+  h.hop_limit = s.ttl;
+  std::copy(src.begin(), src.end(), h.src.begin());
+  std::copy(dst.begin(), dst.end(), h.dst.begin());
+  return ipv6(h, udp);
+}
+
+struct L2Spec {
+  Mac dst = {0x02, 0x00, 0x00, 0x00, 0x00, 0xaa};
+  Mac src = {0x02, 0x00, 0x00, 0x00, 0x00, 0xbb};
+  std::vector<std::pair<uint16_t, uint16_t>> tags;  // (TPID, TCI), outermost first
+};
+
+inline Bytes ethernet(const L2Spec& l2, uint16_t ethertype, const Bytes& payload,
+                      size_t pad_to = 0) {
+  return ethernet(l2.dst, l2.src, ethertype, payload, l2.tags, pad_to);
+}
+
+inline Bytes roce_frame(const RoceSpec& s, const L2Spec& l2 = {}) {
+  return ethernet(l2, addr(s.dst).size() == 4 ? 0x0800 : 0x86DD, roce_ip_packet(s));
+}
+
+// Outer IPv6 (+ SRH with segments left 0 when `srh_sids` is not empty) around `inner`.
+inline Bytes srv6_packet(const char* outer_src, const char* outer_dst, uint8_t outer_tc,
+                         const std::vector<const char*>& srh_sids, uint16_t tag,
+                         uint8_t inner_proto, const Bytes& inner) {
+  Bytes body;
+  if (!srh_sids.empty()) {
+    // Segment list in reverse order: [0] is the last segment (our SID).
+    std::vector<V6> segments;
+    for (auto it = srh_sids.rbegin(); it != srh_sids.rend(); ++it) segments.push_back(v6(*it));
+    body = routing_hdr(inner_proto, 4, 0, uint8_t(srh_sids.size() - 1), tag, segments);
+  }
+  append(body, inner);
+  Ipv6Fields h;
+  h.tc = outer_tc;
+  h.flow_label = 0xabcde;
+  h.next_header = srh_sids.empty() ? inner_proto : 43;
+  h.hop_limit = 60;
+  h.src = v6(outer_src);
+  h.dst = v6(outer_dst);
+  return ipv6(h, body);
 }
 
 }  // namespace srv6gw::test

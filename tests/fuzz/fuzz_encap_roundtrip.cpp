@@ -28,7 +28,6 @@ using srv6::DecapStatus;
 using srv6::EncapMode;
 using srv6::LocalSidBehavior;
 
-constexpr size_t kEthLen = 14;
 constexpr size_t kMinFrame = 60;      // Ethernet minimum without FCS: shorter frames are padded
 constexpr size_t kMaxPayload = 9000;  // jumbo frames
 constexpr uint8_t kCe = 3;
@@ -120,25 +119,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Frame: Ethernet | outer IPv6 (+ SRH) | inner packet | padding to the Ethernet minimum,
   // built in place: the inner packet first, the encapsulation prepended in front of it.
   const size_t outer_len = t.size + inner.bytes.size();
-  std::vector<uint8_t> frame(std::max(kEthLen + outer_len, kMinFrame), 0);
-  std::copy(inner.bytes.begin(), inner.bytes.end(), frame.begin() + long(kEthLen + t.size));
-  srv6::write_encap(t, frame.data() + kEthLen, fields);
+  std::vector<uint8_t> frame(std::max(net::kEthHeaderLen + outer_len, kMinFrame), 0);
+  std::copy(inner.bytes.begin(), inner.bytes.end(),
+            frame.begin() + long(net::kEthHeaderLen + t.size));
+  srv6::write_encap(t, frame.data() + net::kEthHeaderLen, fields);
   frame[12] = 0x86;
   frame[13] = 0xDD;
-  FUZZ_CHECK(
-      std::equal(inner.bytes.begin(), inner.bytes.end(), frame.begin() + long(kEthLen + t.size)));
+  FUZZ_CHECK(std::equal(inner.bytes.begin(), inner.bytes.end(),
+                        frame.begin() + long(net::kEthHeaderLen + t.size)));
 
   // The fabric sees a well-formed IPv6 packet carrying IPv4/IPv6 after the SRH.
   net::PacketInfo outer_info;
   FUZZ_CHECK(net::parse_frame(frame, outer_info) == net::ParseStatus::not_udp);
-  FUZZ_CHECK(outer_info.family == net::Family::ipv6 && outer_info.l3_offset == kEthLen);
+  FUZZ_CHECK(outer_info.family == net::Family::ipv6 && outer_info.l3_offset == net::kEthHeaderLen);
   FUZZ_CHECK(outer_info.l4_proto == fields.inner_proto);
   FUZZ_CHECK(outer_info.l3_len == outer_len);
   FUZZ_CHECK(outer_info.ipv6_flow_label == fields.flow_label);
   FUZZ_CHECK(outer_info.dscp == info.dscp && outer_info.ecn == info.ecn);
   FUZZ_CHECK(outer_info.dst.as_v6() == t.first_destination);
 
-  const std::span<uint8_t> outer(frame.data() + kEthLen, frame.size() - kEthLen);
+  const std::span<uint8_t> outer(frame.data() + net::kEthHeaderLen,
+                                 frame.size() - net::kEthHeaderLen);
   traverse_fabric(outer, t);
   const LocalSidBehavior dx = v4 ? LocalSidBehavior::end_dx4 : LocalSidBehavior::end_dx6;
   for (const LocalSidBehavior b : {dx, LocalSidBehavior::end_dt46}) {

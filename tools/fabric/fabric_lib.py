@@ -103,7 +103,36 @@ def require_tools():
     nl.require_root_and_netns()
 
 
-class Fabric:
+class NamespacePlumbing:
+    """Commands in the namespaces of a fabric: self.ns maps a role (node name) to its network
+    namespace; the subclass provides cleanup(), run at exit and on a fatal signal."""
+
+    def _cleanup_at_exit(self):
+        atexit.register(self.cleanup)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum, _frame):
+        self.cleanup()
+        sys.exit(128 + signum)
+
+    def ip(self, role, args, check=True):
+        return sh(["ip", "-n", self.ns[role]] + args.split(), check=check)
+
+    def sysctl(self, role, key, value):
+        sh(["ip", "netns", "exec", self.ns[role], "sysctl", "-qw", f"{key}={value}"])
+
+    def mac(self, role, dev):
+        return json.loads(self.ip(role, f"-j link show dev {dev}").stdout)[0]["address"]
+
+    def _link(self, a, dev_a, b, dev_b):
+        sh(["ip", "-n", self.ns[a], "link", "add", dev_a, "type", "veth", "peer", "name", dev_b,
+            "netns", self.ns[b]])
+        self.ip(a, f"link set dev {dev_a} up")
+        self.ip(b, f"link set dev {dev_b} up")
+
+
+class Fabric(NamespacePlumbing):
     def __init__(self, work, spines=3, link_mbit=20.0, mark_bytes=100000, limit_bytes=400000):
         self.work = work
         self.spines = spines
@@ -119,33 +148,12 @@ class Fabric:
         self._markers = {}
         self._shaped = set()
         self.usid_ok, self.usid_reason = True, ""
-        atexit.register(self.cleanup)
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, self._on_signal)
+        self._cleanup_at_exit()
         self._build()
 
-    # -- plumbing ----------------------------------------------------------------------------
-    def _on_signal(self, signum, _frame):
-        self.cleanup()
-        sys.exit(128 + signum)
-
-    def ip(self, role, args, check=True):
-        return sh(["ip", "-n", self.ns[role]] + args.split(), check=check)
-
+    # -- plumbing (NamespacePlumbing) ----------------------------------------------------------
     def tc(self, role, args, check=True):
         return sh(["ip", "netns", "exec", self.ns[role], "tc"] + args.split(), check=check)
-
-    def sysctl(self, role, key, value):
-        sh(["ip", "netns", "exec", self.ns[role], "sysctl", "-qw", f"{key}={value}"])
-
-    def mac(self, role, dev):
-        return json.loads(self.ip(role, f"-j link show dev {dev}").stdout)[0]["address"]
-
-    def _link(self, a, dev_a, b, dev_b):
-        sh(["ip", "-n", self.ns[a], "link", "add", dev_a, "type", "veth", "peer", "name", dev_b,
-            "netns", self.ns[b]])
-        self.ip(a, f"link set dev {dev_a} up")
-        self.ip(b, f"link set dev {dev_b} up")
 
     def _addr(self, role, dev, addr):
         self.ip(role, f"-6 addr add {addr}/64 dev {dev} nodad")

@@ -15,7 +15,6 @@
 #   namespace (100.64.<n>.2:50051 from 100.64.<n>.1), where the controller runs; the
 #   gateways start with ports and addresses only: everything else comes from the controller.
 # - topology_json() describes exactly this fabric for lib/pathalg (srv6gw-topology YANG).
-import atexit
 import json
 import os
 import signal
@@ -37,8 +36,7 @@ PROBE = {"interval-us": 5000, "timeout-us": 50000, "loss-threshold": 3,
          "hold-down-us": 500000}
 
 
-def spine_sid(i):
-    return f"fc00:5:{i}::e"
+spine_sid = fl.spine_sid
 
 
 class Gw:
@@ -58,7 +56,7 @@ class Gw:
         self.agent = f"{self.mgmt_gw}:{AGENT_PORT}"
 
 
-class LeafSpineFabric:
+class LeafSpineFabric(fl.NamespacePlumbing):
     def __init__(self, work, spines=3, hosts_per_leaf=2, certs=None):
         self.work = work
         self.spines = spines
@@ -73,31 +71,10 @@ class LeafSpineFabric:
         self.created = []
         self.root_links = []
         self.daemons = {}
-        atexit.register(self.cleanup)
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, self._on_signal)
+        self._cleanup_at_exit()
         self._build()
 
-    # -- plumbing ----------------------------------------------------------------------------
-    def _on_signal(self, signum, _frame):
-        self.cleanup()
-        sys.exit(128 + signum)
-
-    def ip(self, role, args, check=True):
-        return sh(["ip", "-n", self.ns[role]] + args.split(), check=check)
-
-    def sysctl(self, role, key, value):
-        sh(["ip", "netns", "exec", self.ns[role], "sysctl", "-qw", f"{key}={value}"])
-
-    def mac(self, role, dev):
-        return json.loads(self.ip(role, f"-j link show dev {dev}").stdout)[0]["address"]
-
-    def _link(self, a, dev_a, b, dev_b):
-        sh(["ip", "-n", self.ns[a], "link", "add", dev_a, "type", "veth", "peer", "name", dev_b,
-            "netns", self.ns[b]])
-        self.ip(a, f"link set dev {dev_a} up")
-        self.ip(b, f"link set dev {dev_b} up")
-
+    # -- plumbing (ip, sysctl, mac, _link: fl.NamespacePlumbing) ------------------------------
     def _batch(self, role, lines):
         r = subprocess.run(["ip", "-6", "-n", self.ns[role], "-batch", "-"],
                            input="\n".join(lines),

@@ -10,19 +10,20 @@
 #include <cstdio>
 #include <string>
 
+#include "../policy/config_builder.hpp"
 #include "dataplane/mbuf_span.hpp"
 #include "dataplane/pipeline.hpp"
 #include "dataplane/worker_context.hpp"
-#include "frames.hpp"
 #include "net/parse.hpp"
+#include "packet_builder.hpp"
 #include "policy/runtime.hpp"
 #include "srv6/encap.hpp"
 
 namespace srv6gw::dataplane {
 namespace {
 
-using testing::Bytes;
-using testing::RoceSpec;
+using test::Bytes;
+using test::RoceSpec;
 
 const net::MacAddr kHostPortMac = testing::mac("02:00:00:00:01:01");
 const net::MacAddr kFabricPortMac = testing::mac("02:00:00:00:02:02");
@@ -163,7 +164,7 @@ TEST_F(PipelineTest, EncapIpv4RoceMatchesPacketCoreAndRfcFields) {
   RoceSpec s;
   s.dscp = 26;
   s.ecn = 2;
-  const Bytes in = testing::roce_frame(s);
+  const Bytes in = test::roce_frame(s);
   const Bytes out = run(in, true);
   ASSERT_FALSE(out.empty());
   EXPECT_EQ(out, expected_encap(in, cfg, cfg.policies[0].segment_lists[0], srv6::EncapMode::encaps,
@@ -204,10 +205,9 @@ TEST_F(PipelineTest, EncapIpv6RoceWithVlanTags) {
   for (const auto& [tpids, tcis] :
        std::vector<std::pair<std::vector<uint16_t>, std::vector<uint16_t>>>{
            {{}, {}}, {{0x8100}, {100}}, {{0x88A8, 0x8100}, {10, 20}}}) {
-    testing::L2Spec l2;
-    l2.vlan_tpids = tpids;
-    l2.vlan_tcis = tcis;
-    const Bytes in = testing::roce_frame(s, l2);
+    test::L2Spec l2;
+    for (size_t i = 0; i < tpids.size(); ++i) l2.tags.emplace_back(tpids[i], tcis[i]);
+    const Bytes in = test::roce_frame(s, l2);
     const Bytes out = run(in, true);
     ASSERT_FALSE(out.empty()) << tpids.size() << " tags";
     EXPECT_EQ(out, expected_encap(in, cfg, cfg.policies[0].segment_lists[0],
@@ -247,7 +247,7 @@ TEST_F(PipelineTest, SidCountsAndModesInPlaceAndChained) {
           s.dst = "fd00:2::2";
         }
         s.payload = 1024;
-        const Bytes in = testing::roce_frame(s);
+        const Bytes in = test::roce_frame(s);
         const Bytes want = expected_encap(in, cfg, cfg.policies[0].segment_lists[0], mode,
                                           kNexthopMac, kFabricPortMac);
         const std::string what = std::string(srv6::to_string(mode)) + " " + std::to_string(n) +
@@ -279,14 +279,14 @@ TEST_F(PipelineTest, NoHeadroomWithoutMultisegAndHeaderAllocFailure) {
                           "fc00:d::1", "fc00:e::1", "fc00:f::1", "fc00:10::1"};
   sids.assign(many, many + 16);
   create(gateway_config(sids), /*multiseg=*/false);
-  EXPECT_TRUE(run(testing::roce_frame({}), true).empty());
+  EXPECT_TRUE(run(test::roce_frame({}), true).empty());
   EXPECT_EQ(c().drops[size_t(DropReason::no_headroom)], 1u);
 
   // With multi-segment TX but the header pool exhausted.
   create(gateway_config(sids), /*multiseg=*/true);
   std::vector<rte_mbuf*> hoard;
   while (rte_mbuf* h = rte_pktmbuf_alloc(g_hdr_pool)) hoard.push_back(h);
-  EXPECT_TRUE(run(testing::roce_frame({}), true).empty());
+  EXPECT_TRUE(run(test::roce_frame({}), true).empty());
   EXPECT_EQ(c().drops[size_t(DropReason::header_alloc_failed)], 1u);
   for (rte_mbuf* h : hoard) rte_pktmbuf_free(h);
 }
@@ -295,27 +295,27 @@ TEST_F(PipelineTest, PassThroughAndDropsByReason) {
   auto cfg = gateway_config({"fc00:1::1"});
   create(cfg);
   // ARP.
-  const Bytes arp = testing::ethernet({}, 0x0806, Bytes(28, 0x11));
+  const Bytes arp = test::ethernet({}, 0x0806, Bytes(28, 0x11));
   EXPECT_EQ(run(arp, true), arp);
   // TCP over IPv4 (protocol 6): change the protocol byte of a RoCE packet.
-  Bytes tcp_ip = testing::roce_ip_packet({});
+  Bytes tcp_ip = test::roce_ip_packet({});
   tcp_ip[9] = 6;
   tcp_ip[10] = tcp_ip[11] = 0;
-  const uint16_t csum = testing::ipv4_checksum(tcp_ip.data(), 20);
+  const uint16_t csum = test::inet_checksum(std::span(tcp_ip.data(), 20));
   tcp_ip[10] = uint8_t(csum >> 8);
   tcp_ip[11] = uint8_t(csum);
-  const Bytes tcp = testing::ethernet({}, 0x0800, tcp_ip);
+  const Bytes tcp = test::ethernet({}, 0x0800, tcp_ip);
   EXPECT_EQ(run(tcp, true), tcp);
   // RoCE to a destination no rule covers: miss action pass.
   RoceSpec far;
   far.dst = "192.168.1.1";
-  const Bytes miss = testing::roce_frame(far);
+  const Bytes miss = test::roce_frame(far);
   EXPECT_EQ(run(miss, true), miss);
   EXPECT_EQ(c().passed_host_to_fabric, 3u);
   EXPECT_EQ(c().parse_status[size_t(net::ParseStatus::not_ip)], 1u);
   EXPECT_EQ(c().parse_status[size_t(net::ParseStatus::not_udp)], 1u);
   // Malformed: IPv4 total length beyond the frame.
-  Bytes broken = testing::roce_frame({});
+  Bytes broken = test::roce_frame({});
   broken[14 + 2] = 0x40;
   EXPECT_TRUE(run(broken, true).empty());
   EXPECT_EQ(c().drops[size_t(DropReason::malformed)], 1u);
@@ -332,7 +332,7 @@ TEST_F(PipelineTest, PassThroughAndDropsByReason) {
 
   // No usable path: the engine took the only list out.
   ASSERT_FALSE(gw_->set_path_factors("p", {0.0}));
-  EXPECT_TRUE(run(testing::roce_frame({}), true).empty());
+  EXPECT_TRUE(run(test::roce_frame({}), true).empty());
   EXPECT_EQ(c().drops[size_t(DropReason::no_usable_path)], 1u);
   EXPECT_EQ(c().rx_host, 8u);
 }
@@ -343,13 +343,14 @@ TEST_F(PipelineTest, TransparentMacAndEthernetPadding) {
   create(cfg);
   RoceSpec s;
   s.payload = 0;  // 20 + 8 + 12 + 4 = 44 byte IP packet: padded to a 60-byte frame
-  testing::L2Spec l2;
-  const Bytes unpadded = testing::roce_frame(s, l2);
-  const Bytes padded = testing::ethernet(l2, 0x0800, testing::roce_ip_packet(s), 60);
+  test::L2Spec l2;
+  const Bytes unpadded = test::roce_frame(s, l2);
+  const Bytes padded = test::ethernet(l2, 0x0800, test::roce_ip_packet(s), 60);
   ASSERT_EQ(padded.size(), 60u);
   const Bytes out = run(padded, true);
-  EXPECT_EQ(out, expected_encap(unpadded, cfg, cfg.policies[0].segment_lists[0],
-                                srv6::EncapMode::encaps, l2.dst, l2.src));
+  EXPECT_EQ(out,
+            expected_encap(unpadded, cfg, cfg.policies[0].segment_lists[0], srv6::EncapMode::encaps,
+                           net::MacAddr{l2.dst}, net::MacAddr{l2.src}));
 }
 
 TEST_F(PipelineTest, CnpFromHostIsCounted) {
@@ -357,7 +358,7 @@ TEST_F(PipelineTest, CnpFromHostIsCounted) {
   RoceSpec s;
   s.opcode = 0x81;
   s.payload = 16;
-  ASSERT_FALSE(run(testing::roce_frame(s), true).empty());
+  ASSERT_FALSE(run(test::roce_frame(s), true).empty());
   EXPECT_EQ(c().cnp_seen, 1u);
 }
 
@@ -366,7 +367,7 @@ TEST_F(PipelineTest, PathStatsCountPerSegmentList) {
   cfg.policies[0].selection = config::SelectionMode::packet;
   cfg.policies[0].segment_lists.push_back(testing::segment_list("second", 8, 3, {"fc00:2::1"}));
   create(cfg);
-  for (int i = 0; i < 40; ++i) ASSERT_FALSE(run(testing::roce_frame({}), true).empty());
+  for (int i = 0; i < 40; ++i) ASSERT_FALSE(run(test::roce_frame({}), true).empty());
   auto stats = gw_->path_stats();
   ASSERT_EQ(stats.size(), 2u);
   EXPECT_EQ(stats[0].segment_list, "main");
@@ -388,10 +389,10 @@ TEST_F(PipelineTest, PathStatsCountPerSegmentList) {
 // ---------------- decapsulation ----------------
 
 Bytes fabric_frame(const Bytes& ip6) {
-  testing::L2Spec l2;
-  l2.dst = kFabricPortMac;
-  l2.src = kNexthopMac;
-  return testing::ethernet(l2, 0x86DD, ip6);
+  test::L2Spec l2;
+  l2.dst = kFabricPortMac.bytes;
+  l2.src = kNexthopMac.bytes;
+  return test::ethernet(l2, 0x86DD, ip6);
 }
 
 TEST_F(PipelineTest, DecapDx4Dx6Dt46) {
@@ -402,7 +403,7 @@ TEST_F(PipelineTest, DecapDx4Dx6Dt46) {
   v6.src = "fd00:1::1";
   v6.dst = "fd00:2::2";
   v6.ecn = 1;
-  const Bytes inner4 = testing::roce_ip_packet(v4), inner6 = testing::roce_ip_packet(v6);
+  const Bytes inner4 = test::roce_ip_packet(v4), inner6 = test::roce_ip_packet(v6);
   struct Case {
     const char* sid;
     uint8_t proto;
@@ -416,10 +417,10 @@ TEST_F(PipelineTest, DecapDx4Dx6Dt46) {
       std::vector<const char*> srh;
       if (with_srh) srh = {"fc00:1::1", k.sid};
       const Bytes in =
-          fabric_frame(testing::srv6_packet("fc00:ffff::2", k.sid, 0, srh, 9, k.proto, *k.inner));
+          fabric_frame(test::srv6_packet("fc00:ffff::2", k.sid, 0, srh, 9, k.proto, *k.inner));
       const Bytes out = run(in, false);
-      Bytes want = testing::ethernet({kHostMac, kHostPortMac, {}, {}},
-                                     k.proto == 4 ? 0x0800 : 0x86DD, *k.inner);
+      Bytes want = test::ethernet(test::L2Spec{kHostMac.bytes, kHostPortMac.bytes, {}},
+                                  k.proto == 4 ? 0x0800 : 0x86DD, *k.inner);
       EXPECT_EQ(out, want) << k.sid << " srh=" << with_srh;
     }
   }
@@ -432,23 +433,26 @@ TEST_F(PipelineTest, HostMacLearnedFromHostTrafficWhenNotConfigured) {
   cfg.host_mac.reset();
   create(cfg);
   RoceSpec v4;
-  const Bytes inner = testing::roce_ip_packet(v4);
+  const Bytes inner = test::roce_ip_packet(v4);
   const Bytes in =
-      fabric_frame(testing::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0, {}, 9, 4, inner));
+      fabric_frame(test::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0, {}, 9, 4, inner));
   // Nothing learned yet: the frame keeps the destination it arrived with.
-  EXPECT_EQ(run(in, false),
-            testing::ethernet({kFabricPortMac, kHostPortMac, {}, {}}, 0x0800, inner));
+  EXPECT_EQ(
+      run(in, false),
+      test::ethernet(test::L2Spec{kFabricPortMac.bytes, kHostPortMac.bytes, {}}, 0x0800, inner));
   // The host speaks (any frame, here RoCE toward the fabric): its source MAC is learned.
   const net::MacAddr rnic = testing::mac("02:00:00:00:05:05");
-  testing::L2Spec from_host;
-  from_host.src = rnic;
-  ASSERT_FALSE(run(testing::roce_frame(v4, from_host), true).empty());
-  EXPECT_EQ(run(in, false), testing::ethernet({rnic, kHostPortMac, {}, {}}, 0x0800, inner));
+  test::L2Spec from_host;
+  from_host.src = rnic.bytes;
+  ASSERT_FALSE(run(test::roce_frame(v4, from_host), true).empty());
+  EXPECT_EQ(run(in, false),
+            test::ethernet(test::L2Spec{rnic.bytes, kHostPortMac.bytes, {}}, 0x0800, inner));
   // A multicast source (never a host's own address) is not learned.
-  testing::L2Spec bogus;
-  bogus.src = testing::mac("03:00:00:00:06:06");
-  ASSERT_FALSE(run(testing::roce_frame(v4, bogus), true).empty());
-  EXPECT_EQ(run(in, false), testing::ethernet({rnic, kHostPortMac, {}, {}}, 0x0800, inner));
+  test::L2Spec bogus;
+  bogus.src = testing::mac("03:00:00:00:06:06").bytes;
+  ASSERT_FALSE(run(test::roce_frame(v4, bogus), true).empty());
+  EXPECT_EQ(run(in, false),
+            test::ethernet(test::L2Spec{rnic.bytes, kHostPortMac.bytes, {}}, 0x0800, inner));
 }
 
 TEST_F(PipelineTest, DecapRfc6040AndFeedbackCounters) {
@@ -457,17 +461,16 @@ TEST_F(PipelineTest, DecapRfc6040AndFeedbackCounters) {
   cnp.ecn = 2;  // ECT(0)
   cnp.opcode = 0x81;
   cnp.payload = 16;
-  const Bytes inner = testing::roce_ip_packet(cnp);
+  const Bytes inner = test::roce_ip_packet(cnp);
   // Outer CE (traffic class ECN bits 11) + an IPv4 tail of Ethernet padding.
-  Bytes ip6 =
-      testing::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0x03, {"fc00:aa::d4"}, 5, 4, inner);
+  Bytes ip6 = test::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0x03, {"fc00:aa::d4"}, 5, 4, inner);
   ip6.insert(ip6.end(), 6, 0xEE);  // trailing bytes beyond the IPv6 payload
   const Bytes out = run(fabric_frame(ip6), false);
   ASSERT_EQ(out.size(), 14 + inner.size());  // padding trimmed
   Bytes want_ip = inner;
   want_ip[1] = uint8_t((want_ip[1] & ~3) | 3);  // inner becomes CE
   want_ip[10] = want_ip[11] = 0;
-  const uint16_t csum = testing::ipv4_checksum(want_ip.data(), 20);
+  const uint16_t csum = test::inet_checksum(std::span(want_ip.data(), 20));
   want_ip[10] = uint8_t(csum >> 8);
   want_ip[11] = uint8_t(csum);
   EXPECT_TRUE(std::equal(out.begin() + 14, out.end(), want_ip.begin()));
@@ -477,24 +480,22 @@ TEST_F(PipelineTest, DecapRfc6040AndFeedbackCounters) {
 
   // CE on a not-ECT inner: dropped and counted (RFC 6040).
   RoceSpec not_ect;
-  const Bytes bad =
-      fabric_frame(testing::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0x03, {"fc00:aa::d4"}, 5, 4,
-                                        testing::roce_ip_packet(not_ect)));
+  const Bytes bad = fabric_frame(test::srv6_packet(
+      "fc00:ffff::2", "fc00:aa::d4", 0x03, {"fc00:aa::d4"}, 5, 4, test::roce_ip_packet(not_ect)));
   EXPECT_TRUE(run(bad, false).empty());
   EXPECT_EQ(c().decap_status[size_t(srv6::DecapStatus::ecn_ce_on_not_ect)], 1u);
   // Segments left != 0 and a DX4 SID carrying IPv6: refused.
-  Bytes sl = testing::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0, {"fc00:aa::d4", "fc00:1::1"}, 5,
-                                  4, inner);
+  Bytes sl = test::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0, {"fc00:aa::d4", "fc00:1::1"}, 5, 4,
+                               inner);
   sl[40 + 3] = 1;
   EXPECT_TRUE(run(fabric_frame(sl), false).empty());
   RoceSpec v6;
   v6.src = "fd00:1::1";
   v6.dst = "fd00:2::2";
-  EXPECT_TRUE(
-      run(fabric_frame(testing::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0, {"fc00:aa::d4"}, 5,
-                                            41, testing::roce_ip_packet(v6))),
-          false)
-          .empty());
+  EXPECT_TRUE(run(fabric_frame(test::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0, {"fc00:aa::d4"},
+                                                 5, 41, test::roce_ip_packet(v6))),
+                  false)
+                  .empty());
   EXPECT_EQ(c().drops[size_t(DropReason::decap_refused)], 3u);
   EXPECT_EQ(c().decap_status[size_t(srv6::DecapStatus::segments_left_nonzero)], 1u);
   EXPECT_EQ(c().decap_status[size_t(srv6::DecapStatus::bad_next_header)], 1u);
@@ -503,9 +504,9 @@ TEST_F(PipelineTest, DecapRfc6040AndFeedbackCounters) {
 TEST_F(PipelineTest, FabricTrafficNotForUsPassesOrDrops) {
   auto cfg = gateway_config({"fc00:1::1"});
   create(cfg);
-  const Bytes other_sid = fabric_frame(testing::srv6_packet(
-      "fc00:ffff::2", "fc00:bb::1", 0, {"fc00:bb::1"}, 5, 4, testing::roce_ip_packet({})));
-  const Bytes arp = testing::ethernet({}, 0x0806, Bytes(28, 0x22));
+  const Bytes other_sid = fabric_frame(test::srv6_packet(
+      "fc00:ffff::2", "fc00:bb::1", 0, {"fc00:bb::1"}, 5, 4, test::roce_ip_packet({})));
+  const Bytes arp = test::ethernet({}, 0x0806, Bytes(28, 0x22));
   EXPECT_EQ(run(other_sid, false), other_sid);
   EXPECT_EQ(run(arp, false), arp);
   EXPECT_EQ(c().passed_fabric_to_host, 2u);
@@ -518,9 +519,9 @@ TEST_F(PipelineTest, FabricTrafficNotForUsPassesOrDrops) {
   // Transparent mode keeps the fabric frame's MACs on the decapsulated frame.
   cfg.transparent_mac = true;
   ASSERT_FALSE(gw_->apply(cfg));
-  const Bytes inner = testing::roce_ip_packet({});
+  const Bytes inner = test::roce_ip_packet({});
   const Bytes in = fabric_frame(
-      testing::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0, {"fc00:aa::d4"}, 5, 4, inner));
+      test::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0, {"fc00:aa::d4"}, 5, 4, inner));
   const Bytes out = run(in, false);
   ASSERT_EQ(out.size(), 14 + inner.size());
   EXPECT_TRUE(std::equal(out.begin(), out.begin() + 12, in.begin()));
@@ -536,8 +537,7 @@ TEST_F(PipelineTest, BurstOfMixedTrafficKeepsOrderAndFreesDrops) {
     RoceSpec s;
     s.payload_tag = i;
     s.dest_qp = i;
-    in[i] = i % 4 == 3 ? mbuf(testing::ethernet({}, 0x0806, Bytes(28, 0)))
-                       : mbuf(testing::roce_frame(s));
+    in[i] = i % 4 == 3 ? mbuf(test::ethernet({}, 0x0806, Bytes(28, 0))) : mbuf(test::roce_frame(s));
   }
   const uint16_t n = process_host_burst(*w_, in, kBurstSize, out);
   EXPECT_EQ(n, kBurstSize - kBurstSize / 4);

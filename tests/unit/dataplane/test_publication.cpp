@@ -15,15 +15,16 @@
 #include <map>
 #include <thread>
 
+#include "../policy/config_builder.hpp"
 #include "dataplane/mbuf_span.hpp"
 #include "dataplane/pipeline.hpp"
-#include "frames.hpp"
+#include "packet_builder.hpp"
 #include "policy/runtime.hpp"
 
 namespace srv6gw::dataplane {
 namespace {
 
-using testing::Bytes;
+using test::Bytes;
 
 constexpr size_t kSeqOffset = 14 + 20 + 8 + 12;  // first payload byte of an IPv4 RoCE frame
 
@@ -123,11 +124,11 @@ TEST(Publication, ZeroLossUnderThousandsOfApplies) {
                                                                       {"10.50.0.5", 1005},
                                                                       {"10.50.1.200", 2456},
                                                                       {"10.9.9.9", 3}}) {
-    testing::RoceSpec s;
+    test::RoceSpec s;
     s.dst = dst;
     s.dest_qp = qp;
     s.payload = 64;
-    flows.push_back(testing::roce_frame(s));
+    flows.push_back(test::roce_frame(s));
   }
 
   std::atomic<bool> stop{false};

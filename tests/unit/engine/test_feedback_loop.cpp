@@ -16,12 +16,13 @@
 #include <cstdio>
 #include <map>
 
-#include "../dataplane/frames.hpp"
+#include "../policy/config_builder.hpp"
 #include "dataplane/mbuf_span.hpp"
 #include "dataplane/pipeline.hpp"
 #include "dataplane/worker_context.hpp"
 #include "engine/attribution.hpp"
 #include "engine/engine.hpp"
+#include "packet_builder.hpp"
 
 namespace srv6gw {
 namespace {
@@ -29,8 +30,8 @@ namespace {
 using dataplane::FeedbackEvent;
 using dataplane::FeedbackKind;
 using dataplane::Gateway;
-using testing::Bytes;
-using testing::RoceSpec;
+using test::Bytes;
+using test::RoceSpec;
 
 rte_mempool* g_pool = nullptr;
 
@@ -129,7 +130,7 @@ std::vector<Bytes> data_frames(size_t n, uint8_t ecn = 2) {
     s.ecn = ecn;  // ECT(0): RFC 6040 carries the CE to the inner header
     s.dest_qp = 0x4242;
     s.psn = uint32_t(i);
-    v.push_back(testing::roce_frame(s));
+    v.push_back(test::roce_frame(s));
   }
   return v;
 }
@@ -141,7 +142,7 @@ Bytes cnp_from_b() {
   s.opcode = 0x81;
   s.dest_qp = 0x17;  // A's QP
   s.payload = 16;
-  return testing::roce_frame(s);
+  return test::roce_frame(s);
 }
 
 std::map<std::string, uint64_t> packets_by_path(const Gateway& gw) {
@@ -278,7 +279,7 @@ TEST_F(FeedbackLoop, WithoutReflectionTheFlowsListIsBlamed) {
   a->drain_feedback(drained, 16);  // nothing relevant (no CNP yet)
 
   // A peer that does not reflect: its CNP carries its own path id (100) in the Tag.
-  const Bytes inner = testing::roce_ip_packet([] {
+  const Bytes inner = test::roce_ip_packet([] {
     RoceSpec s;
     s.src = kHostB;
     s.dst = kHostA;
@@ -286,10 +287,9 @@ TEST_F(FeedbackLoop, WithoutReflectionTheFlowsListIsBlamed) {
     s.payload = 16;
     return s;
   }());
-  testing::L2Spec l2;
-  const Bytes frame = testing::ethernet(
-      l2, 0x86DD,
-      testing::srv6_packet("fc00:b::1", "fc00:a::d4", 0, {"fc00:a::d4"}, 100, 4, inner));
+  test::L2Spec l2;
+  const Bytes frame = test::ethernet(
+      l2, 0x86DD, test::srv6_packet("fc00:b::1", "fc00:a::d4", 0, {"fc00:a::d4"}, 100, 4, inner));
   EXPECT_EQ(run(*a, {frame}, false).size(), 1u);
   loop.drain_and_decide();
   EXPECT_EQ(loop.attr.counters().cnp_fallback, 1u);
@@ -331,7 +331,7 @@ TEST_F(FeedbackLoop, LateUnreflectedCnpBlamesTheListTheFlowLeftByUse) {
   EngineLoop loop(*a, ca);
   FeedbackEvent drained[64];
   a->drain_feedback(drained, 64);
-  const Bytes inner = testing::roce_ip_packet([] {
+  const Bytes inner = test::roce_ip_packet([] {
     RoceSpec s;
     s.src = kHostB;
     s.dst = kHostA;
@@ -339,10 +339,9 @@ TEST_F(FeedbackLoop, LateUnreflectedCnpBlamesTheListTheFlowLeftByUse) {
     s.payload = 16;
     return s;
   }());
-  testing::L2Spec l2;
-  const Bytes frame = testing::ethernet(
-      l2, 0x86DD,
-      testing::srv6_packet("fc00:b::1", "fc00:a::d4", 0, {"fc00:a::d4"}, 100, 4, inner));
+  test::L2Spec l2;
+  const Bytes frame = test::ethernet(
+      l2, 0x86DD, test::srv6_packet("fc00:b::1", "fc00:a::d4", 0, {"fc00:a::d4"}, 100, 4, inner));
   EXPECT_EQ(run(*a, {frame}, false).size(), 1u);
   loop.drain_and_decide();
   EXPECT_EQ(loop.attr.counters().cnp_fallback, 1u);

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The worker counter list (lib/dataplane/counters.hpp) drives GetStats' conversion: every
+// counter of the list reaches its srv6gw.v1.WorkerStats field, and every count by reason
+// reaches the flat drop list. A counter added to the list without a proto field fails here.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "agent/convert.hpp"
+#include "dataplane/counters.hpp"
+
+namespace srv6gw::agent {
+namespace {
+
+TEST(ConvertStats, EveryWorkerCounterHasItsProtoField) {
+  dataplane::WorkerCounters w;
+  // A distinct value per counter, set through the list itself.
+  uint64_t next = 1000;
+  dataplane::for_each_counter(
+      w, [&](const char*, uint64_t& value) { value = next++; },
+      [](const dataplane::CounterGroup&) {});
+  std::map<std::string, uint64_t> set_values;
+  dataplane::for_each_counter(
+      w, [&](const char* name, uint64_t value) { set_values[name] = value; },
+      [](const dataplane::CounterGroup&) {});
+  ASSERT_EQ(set_values.size(), size_t(next - 1000));
+  EXPECT_EQ(w.rx_host, 1000u);  // the first of the list
+
+  v1::WorkerStats out;
+  worker_to_proto(3, w, out);
+  EXPECT_EQ(out.index(), 3u);
+  const auto* desc = out.GetDescriptor();
+  const auto* refl = out.GetReflection();
+  for (const auto& [name, value] : set_values) {
+    const auto* field = desc->FindFieldByName(name);
+    ASSERT_NE(field, nullptr) << "srv6gw.v1.WorkerStats has no field " << name
+                              << " (proto/srv6gw/v1/srv6gw.proto)";
+    EXPECT_EQ(refl->GetUInt64(out, field), value) << name;
+  }
+  EXPECT_EQ(out.rx_host(), set_values.at("rx_host"));
+  EXPECT_EQ(out.probe_tx(), set_values.at("probe_tx"));
+}
+
+TEST(ConvertStats, EveryReasonOfEveryGroupIsInTheDropList) {
+  dataplane::WorkerCounters w;
+  w.drops[size_t(dataplane::DropReason::probe_refused)] = 4;
+  w.probe_status[size_t(srv6::probe::Status::bad_magic)] = 4;
+  w.probe_status[size_t(srv6::probe::Status::ok)] = 9;  // answered probes: not a drop
+  w.parse_status[size_t(net::ParseStatus::fragment)] = 2;
+  StatsSnapshot snap;
+  snap.workers = {w, w};
+  v1::Stats stats;
+  to_proto(snap, 7, stats);
+  std::map<std::string, uint64_t> drops;
+  for (const auto& d : stats.drops()) drops[d.name()] = d.value();
+  size_t reasons = 0;
+  dataplane::for_each_counter(
+      w, [](const char*, uint64_t) {},
+      [&](const dataplane::CounterGroup& g) {
+        reasons += g.values.size() - (g.prefix[0] ? 1 : 0);
+      });
+  EXPECT_EQ(drops.size(), reasons);
+  EXPECT_EQ(drops.at("probe_refused"), 8u);
+  EXPECT_EQ(drops.at("probe.bad_magic"), 8u);
+  EXPECT_EQ(drops.at("parse.fragment"), 4u);
+  EXPECT_EQ(drops.count("probe.ok"), 0u);
+  EXPECT_EQ(drops.count("parse.ok"), 0u);
+  ASSERT_EQ(stats.workers_size(), 2);
+  EXPECT_EQ(stats.workers(0).drops_size(), 3);  // non-zero reasons only
+}
+
+}  // namespace
+}  // namespace srv6gw::agent

@@ -223,8 +223,7 @@ std::string parse_head(const Members& m, SnapshotHead& h) {
   else
     return std::string("\"format\" is ") + (m.format.empty() ? "missing" : std::string(m.format)) +
            ", expected \"" + std::string(kFormat) + "\" (or \"" + std::string(kFormat1) + "\")";
-  if (!parse_u64(m.generation, h.generation))
-    return "\"generation\" is not an unsigned integer";
+  if (!parse_u64(m.generation, h.generation)) return "\"generation\" is not an unsigned integer";
   h.journal_sequence = 0;
   if (h.format == 2 && !parse_u64(m.journal_sequence, h.journal_sequence))
     return "\"journal-sequence\" is missing or not an unsigned integer";
@@ -493,10 +492,9 @@ StartupState restore_startup_state(const std::string& state_path,
     spdlog::critical(
         "restoring the snapshot and the {} journal records before the corruption (generation "
         "{}); changes acknowledged after it are LOST{}{}",
-        st.journal_records, st.generation, moved.empty() ? "" : "; the journal is kept as ",
-        moved);
-    if (auto why = write_state_file(state_path, merged, st.generation, st.extras,
-                                    st.journal_sequence);
+        st.journal_records, st.generation, moved.empty() ? "" : "; the journal is kept as ", moved);
+    if (auto why =
+            write_state_file(state_path, merged, st.generation, st.extras, st.journal_sequence);
         !why.empty())
       spdlog::critical("cannot write the restored state as a new snapshot: {}", why);
   }

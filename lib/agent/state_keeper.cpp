@@ -128,8 +128,7 @@ std::string StateKeeper::write_snapshot(const config::GatewayConfig& cfg, uint64
                                         const StateExtras& extras) {
   const auto t0 = Clock::now();
   size_t bytes = 0;
-  if (auto why = write_state_file(state_path_, cfg, generation, extras, next_sequence_ - 1,
-                                  &bytes);
+  if (auto why = write_state_file(state_path_, cfg, generation, extras, next_sequence_ - 1, &bytes);
       !why.empty())
     return why;
   ++counts_.snapshots;
@@ -150,7 +149,8 @@ std::string StateKeeper::write_snapshot(const config::GatewayConfig& cfg, uint64
 }
 
 std::string StateKeeper::persist(const Step& step, const StateExtras& next_extras) {
-  if (needs_snapshot_ || !journal_) return write_snapshot(*step.config, step.generation, next_extras);
+  if (needs_snapshot_ || !journal_)
+    return write_snapshot(*step.config, step.generation, next_extras);
   const bool paths_changed = !(next_extras.paths_down == extras_.paths_down);
   std::string record;
   encode_record(next_sequence_, step.generation, step.config_changes ? step.changes : nullptr,

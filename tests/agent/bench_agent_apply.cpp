@@ -243,10 +243,11 @@ int main(int argc, char** argv) {
         }
       } else if (agent) {
         ok &= run(("real Gateway, persisted, first change (writes the snapshot): " + label).c_str(),
-                  *agent, small_batch(3));
+                  *agent, small_batch(10));
         big_gateway->reclaim();
         std::vector<double> three, ten;
-        for (uint32_t round = 4; round < 14; ++round) {
+        // Rounds of their own (the unpersisted agent above used 6..8).
+        for (uint32_t round = 11; round < 21; ++round) {
           ok &= run(("real Gateway, persisted (journal): " + label).c_str(), *agent,
                     small_batch(round));
           three.push_back(g_last_ms);

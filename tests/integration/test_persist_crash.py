@@ -148,7 +148,8 @@ class Gateway:
             "--config", gwlib.DEMO_JSON, "--host-port", "net_pcap0", "--fabric-port", "net_pcap1",
             "--stats-interval", "0", "--agent-listen", "unix:" + self.sock,
             "--agent-state", state_path], stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 30
+        # Generous: an fsync at start (a torn tail cut off) can wait for a busy disk.
+        deadline = time.time() + 90
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 self.fail(f"gateway exited with {self.proc.returncode} at start")
@@ -157,7 +158,7 @@ class Gateway:
                 if r.returncode == 0 and r.stdout.strip() == "SERVING":
                     return
             time.sleep(0.02)
-        self.fail("agent not SERVING within 30 s")
+        self.fail("agent not SERVING within 90 s")
 
     def fail(self, msg):
         self.log.flush()

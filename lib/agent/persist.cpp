@@ -18,13 +18,16 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
+#include "agent/batch.hpp"
+#include "agent/journal.hpp"
 #include "config/loader.hpp"
 
 namespace srv6gw::agent {
 
 namespace {
 
-constexpr std::string_view kFormat = "srv6gw-agent-state/1";
+constexpr std::string_view kFormat = "srv6gw-agent-state/2";
+constexpr std::string_view kFormat1 = "srv6gw-agent-state/1";  // before the journal
 
 std::string utc_time(const char* fmt) {
   const std::time_t now = std::time(nullptr);
@@ -100,12 +103,13 @@ bool skip_value(std::string_view s, size_t& i) {
 }
 
 struct Members {
-  std::string_view format, generation, config;
+  std::string_view format, generation, config, journal_sequence;
   std::string_view engine_params_from_agent, paths_down;  // optional (StateExtras)
 };
 
-// Splits {"k": v, ...}; "" when the text is not such an object.
-std::string split_members(std::string_view s, Members& m) {
+// Splits {"k": v, ...}; "" when the text is not such an object. `head_only`: stops before
+// the value of "config" (the members before it are the head).
+std::string split_members(std::string_view s, Members& m, bool head_only = false) {
   size_t i = 0;
   skip_ws(s, i);
   if (i >= s.size() || s[i] != '{') return "not a JSON object";
@@ -123,12 +127,14 @@ std::string split_members(std::string_view s, Members& m) {
     if (i >= s.size() || s[i] != ':') return "missing ':' at byte " + std::to_string(i);
     ++i;
     skip_ws(s, i);
+    if (head_only && key == "config") return "";
     const size_t value_start = i;
     if (!skip_value(s, i)) return "truncated or bad value of \"" + std::string(key) + "\"";
     const std::string_view value = s.substr(value_start, i - value_start);
     if (key == "format") m.format = value;
     if (key == "generation") m.generation = value;
     if (key == "config") m.config = value;
+    if (key == "journal-sequence") m.journal_sequence = value;
     if (key == "engine-params-from-agent") m.engine_params_from_agent = value;
     if (key == "paths-down") m.paths_down = value;
     skip_ws(s, i);
@@ -203,6 +209,27 @@ std::string parse_extras(const Members& m, StateExtras& out) {
   return "";
 }
 
+bool parse_u64(std::string_view v, uint64_t& out) {
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  return !v.empty() && ec == std::errc() && p == v.data() + v.size();
+}
+
+// Format, generation and journal sequence of a snapshot's members; "" or why not.
+std::string parse_head(const Members& m, SnapshotHead& h) {
+  if (m.format == "\"" + std::string(kFormat) + "\"")
+    h.format = 2;
+  else if (m.format == "\"" + std::string(kFormat1) + "\"")
+    h.format = 1;
+  else
+    return std::string("\"format\" is ") + (m.format.empty() ? "missing" : std::string(m.format)) +
+           ", expected \"" + std::string(kFormat) + "\" (or \"" + std::string(kFormat1) + "\")";
+  if (!parse_u64(m.generation, h.generation)) return "\"generation\" is not an unsigned integer";
+  h.journal_sequence = 0;
+  if (h.format == 2 && !parse_u64(m.journal_sequence, h.journal_sequence))
+    return "\"journal-sequence\" is missing or not an unsigned integer";
+  return "";
+}
+
 bool set_aside(const std::string& path, const char* why, std::string& moved_to) {
   moved_to = path + "." + why + "-" + utc_time("%Y%m%dT%H%M%SZ");
   std::error_code ec;
@@ -234,9 +261,13 @@ std::string check_state_directory(const std::string& state_path) {
 }
 
 std::string write_state_file(const std::string& path, const config::GatewayConfig& cfg,
-                             uint64_t generation, const StateExtras& extras) {
+                             uint64_t generation, const StateExtras& extras,
+                             uint64_t journal_sequence, size_t* bytes_written) {
+  // The head (format, generation, journal sequence) comes before the configuration, so that
+  // read_snapshot_head() reads a few hundred bytes whatever the size.
   const std::string head = "{\n  \"format\": \"" + std::string(kFormat) +
                            "\",\n  \"generation\": " + std::to_string(generation) +
+                           ",\n  \"journal-sequence\": " + std::to_string(journal_sequence) +
                            ",\n  \"written-at\": \"" + utc_time("%Y-%m-%dT%H:%M:%SZ") +
                            "\",\n  \"config\": ";
   std::string tail;
@@ -261,7 +292,9 @@ std::string write_state_file(const std::string& path, const config::GatewayConfi
   if (fd < 0) return errno_text("cannot create", tmp);
   // Streamed in ~1 MB pieces as the configuration is written out (never held whole: a
   // million rules are ~100 MB of JSON), compact, and fsync'ed once at the end.
-  const std::function<bool(std::string_view)> out = [fd](std::string_view piece) {
+  size_t written = head.size() + tail.size();
+  const std::function<bool(std::string_view)> out = [fd, &written](std::string_view piece) {
+    written += piece.size();
     return write_all(fd, piece);
   };
   if (!write_all(fd, head) || !config::write_json(cfg, out, /*compact=*/true) ||
@@ -293,10 +326,28 @@ std::string write_state_file(const std::string& path, const config::GatewayConfi
   const bool synced = ::fsync(dfd) == 0;
   const std::string e = synced ? "" : errno_text("cannot fsync directory", dir.string());
   ::close(dfd);
+  if (bytes_written) *bytes_written = written;
   return e;
 }
 
-std::variant<PersistedState, std::string> read_state_file(const std::string& path) {
+std::variant<SnapshotHead, std::string> read_snapshot_head(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "cannot open " + path + ": " + std::strerror(errno);
+  std::string text(4096, '\0');
+  in.read(text.data(), std::streamsize(text.size()));
+  text.resize(size_t(in.gcount()));
+  Members m;
+  if (auto why = split_members(text, m, /*head_only=*/true); !why.empty()) {
+    return path + ": " + why;
+  }
+  SnapshotHead h;
+  if (auto why = parse_head(m, h); !why.empty()) return path + ": " + why;
+  return h;
+}
+
+namespace {
+
+std::variant<PersistedState, std::string> read_snapshot(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "cannot open " + path + ": " + std::strerror(errno);
   std::ostringstream buf;
@@ -306,15 +357,11 @@ std::variant<PersistedState, std::string> read_state_file(const std::string& pat
 
   Members m;
   if (auto why = split_members(text, m); !why.empty()) return path + ": " + why;
-  if (m.format != "\"" + std::string(kFormat) + "\"") {
-    return path + ": \"format\" is " + (m.format.empty() ? "missing" : std::string(m.format)) +
-           ", expected \"" + std::string(kFormat) + "\"";
-  }
+  SnapshotHead head;
+  if (auto why = parse_head(m, head); !why.empty()) return path + ": " + why;
   PersistedState st;
-  auto [p, ec] = std::from_chars(m.generation.data(), m.generation.data() + m.generation.size(),
-                                 st.generation);
-  if (m.generation.empty() || ec != std::errc() || p != m.generation.data() + m.generation.size())
-    return path + ": \"generation\" is not an unsigned integer";
+  st.generation = head.generation;
+  st.journal_sequence = head.journal_sequence;
   if (m.config.empty()) return path + ": \"config\" is missing";
   auto loaded = config::load_config_json(m.config);
   if (auto* e = std::get_if<config::ConfigError>(&loaded)) {
@@ -325,6 +372,63 @@ std::variant<PersistedState, std::string> read_state_file(const std::string& pat
   return st;
 }
 
+}  // namespace
+
+std::variant<PersistedState, std::string> read_state_file(const std::string& path,
+                                                          bool accept_corrupt_journal) {
+  auto read = read_snapshot(path);
+  if (std::holds_alternative<std::string>(read)) return read;
+  PersistedState& st = std::get<PersistedState>(read);
+  const std::string jpath = journal_path(path);
+  std::error_code ec;
+  if (!std::filesystem::exists(jpath, ec)) return read;
+  std::string error;
+  auto journal = read_journal(jpath, st.journal_sequence, /*decode=*/true, error);
+  if (!journal) {
+    if (!accept_corrupt_journal) return error;
+    st.journal_corrupt = error;
+    return read;
+  }
+  st.torn_bytes = journal->torn_bytes;
+  if (!journal->corrupt.empty()) {
+    if (!accept_corrupt_journal) return journal->corrupt;
+    st.journal_corrupt = journal->corrupt;
+  }
+  if (!journal->records.empty() && journal->records.front().sequence != st.journal_sequence + 1) {
+    const std::string why = jpath + ": the first record after the snapshot is sequence " +
+                            std::to_string(journal->records.front().sequence) + ", expected " +
+                            std::to_string(st.journal_sequence + 1);
+    if (!accept_corrupt_journal) return why;
+    st.journal_corrupt = why;
+    return read;
+  }
+  if (journal->records.empty()) return read;
+  auto state = make_state(std::move(st.config), st.generation);
+  for (const JournalRecord& r : journal->records) {
+    if (auto why = replay_record(r, *state, st.extras); !why.empty()) return jpath + ": " + why;
+    st.journal_sequence = r.sequence;
+    ++st.journal_records;
+  }
+  st.generation = state->generation;
+  st.config = std::move(state->config);
+  return read;
+}
+
+namespace {
+
+// Sets the snapshot and its journal aside (those that exist); where they went, for the log.
+std::string set_aside_state(const std::string& state_path, const char* why) {
+  std::string moved, all;
+  std::error_code ec;
+  if (std::filesystem::exists(state_path, ec) && set_aside(state_path, why, moved)) all = moved;
+  const std::string jpath = journal_path(state_path);
+  if (std::filesystem::exists(jpath, ec) && set_aside(jpath, why, moved))
+    all += (all.empty() ? "" : " and ") + moved;
+  return all;
+}
+
+}  // namespace
+
 StartupState restore_startup_state(const std::string& state_path,
                                    const config::GatewayConfig& file_config) {
   StartupState out;
@@ -332,13 +436,24 @@ StartupState restore_startup_state(const std::string& state_path,
   if (state_path.empty()) return out;
   std::error_code ec;
   if (!std::filesystem::exists(state_path, ec) && !ec) {
+    if (std::filesystem::exists(journal_path(state_path), ec)) {
+      // The agent writes a snapshot before it starts a journal: this one lost its base.
+      spdlog::critical("AGENT JOURNAL {} HAS NO SNAPSHOT {}: it cannot be used",
+                       journal_path(state_path), state_path);
+      out.set_aside = set_aside_state(state_path, "corrupt");
+      spdlog::critical(
+          "the policies, steering rules and local SIDs pushed through the agent are NOT "
+          "restored; starting from the configuration file only at generation 0{}{}",
+          out.set_aside.empty() ? "" : "; the journal is kept as ", out.set_aside);
+      return out;
+    }
     spdlog::info("no agent state file {}: starting from the configuration file", state_path);
     return out;
   }
-  auto read = read_state_file(state_path);
+  auto read = read_state_file(state_path, /*accept_corrupt_journal=*/true);
   if (auto* why = std::get_if<std::string>(&read)) {
     spdlog::critical("AGENT STATE FILE IS UNUSABLE: {}", *why);
-    set_aside(state_path, "corrupt", out.set_aside);
+    out.set_aside = set_aside_state(state_path, "corrupt");
     spdlog::critical(
         "the policies, steering rules and local SIDs pushed through the agent are NOT restored; "
         "starting from the configuration file only at generation 0{}{}",
@@ -346,6 +461,11 @@ StartupState restore_startup_state(const std::string& state_path,
     return out;
   }
   auto& st = std::get<PersistedState>(read);
+  if (st.torn_bytes)
+    spdlog::warn(
+        "agent journal {}: dropped an incomplete last record ({} bytes): a change that was "
+        "being written when the gateway stopped, never acknowledged",
+        journal_path(state_path), st.torn_bytes);
   config::GatewayConfig merged = file_config;
   merged.policies = std::move(st.config.policies);
   merged.steering = std::move(st.config.steering);
@@ -355,12 +475,28 @@ StartupState restore_startup_state(const std::string& state_path,
     spdlog::critical(
         "AGENT STATE FILE {} (generation {}) DOES NOT FIT THE CONFIGURATION FILE: {}: {}",
         state_path, st.generation, e->path, e->message);
-    set_aside(state_path, "rejected", out.set_aside);
+    out.set_aside = set_aside_state(state_path, "rejected");
     spdlog::critical(
         "the policies, steering rules and local SIDs pushed through the agent are NOT restored; "
         "starting from the configuration file only at generation 0{}{}",
         out.set_aside.empty() ? "" : "; the state file is kept as ", out.set_aside);
     return out;
+  }
+  if (!st.journal_corrupt.empty()) {
+    // The records before the corruption were acknowledged and are good: the state they give
+    // is restored and becomes the new snapshot; the journal is kept for inspection.
+    spdlog::critical("AGENT JOURNAL IS CORRUPT: {}", st.journal_corrupt);
+    std::string moved;
+    set_aside(journal_path(state_path), "corrupt", moved);
+    out.set_aside = moved;
+    spdlog::critical(
+        "restoring the snapshot and the {} journal records before the corruption (generation "
+        "{}); changes acknowledged after it are LOST{}{}",
+        st.journal_records, st.generation, moved.empty() ? "" : "; the journal is kept as ", moved);
+    if (auto why =
+            write_state_file(state_path, merged, st.generation, st.extras, st.journal_sequence);
+        !why.empty())
+      spdlog::critical("cannot write the restored state as a new snapshot: {}", why);
   }
   out.config = std::move(merged);
   out.generation = st.generation;
@@ -377,10 +513,10 @@ StartupState restore_startup_state(const std::string& state_path,
                    state_path, d.path_id, d.policy, d.segment_list);
   }
   spdlog::info(
-      "restored agent state {} at generation {}: {} policies, {} steering rules, {} "
-      "local SIDs{}, {} paths down",
-      state_path, out.generation, out.config.policies.size(), out.config.steering.size(),
-      out.config.local_sids.size(),
+      "restored agent state {} at generation {} (snapshot + {} journal records): {} policies, {} "
+      "steering rules, {} local SIDs{}, {} paths down",
+      state_path, out.generation, st.journal_records, out.config.policies.size(),
+      out.config.steering.size(), out.config.local_sids.size(),
       out.extras.engine_params_from_agent ? ", engine parameters set over gRPC" : "",
       out.extras.paths_down.size());
   return out;

@@ -2,13 +2,15 @@
 // Persistence of the state applied through the agent, so that a restarted gateway comes back
 // with what its controllers pushed, at the same generation.
 //
-// The state file is JSON:
-//   {"format": "srv6gw-agent-state/1", "generation": 42, "written-at": "2024-...Z",
-//    "config": {"srv6gw:gateway": {...}}}
+// The state file (the snapshot) is JSON:
+//   {"format": "srv6gw-agent-state/2", "generation": 42, "journal-sequence": 7,
+//    "written-at": "2024-...Z", "config": {"srv6gw:gateway": {...}}}
 // where "config" is config::to_json() of the whole running configuration (a valid instance of
 // the YANG module: it can be loaded with `srv6gw --config` on its own). Written to a temporary
 // file in the same directory, fsync'ed, renamed over the old one and the directory fsync'ed:
-// after a crash the file is either the old or the new state, never a mix.
+// after a crash the file is either the old or the new state, never a mix. Changes after it are
+// in the journal beside it (journal.hpp); "journal-sequence" is the last journal record the
+// snapshot includes. Format 1 (no journal-sequence: 0) is read too.
 #pragma once
 
 #include <cstdint>
@@ -45,18 +47,38 @@ struct PersistedState {
   config::GatewayConfig config;
   uint64_t generation = 0;
   StateExtras extras;
+  uint64_t journal_sequence = 0;  // the last journal record included
+  // How the journal was found (read_state_file).
+  size_t journal_records = 0;   // records replayed onto the snapshot
+  size_t torn_bytes = 0;        // an incomplete last record dropped (never acknowledged)
+  std::string journal_corrupt;  // "" or why the records after a point were not used
 };
 
 // Returns "" on success, else why it failed (the previous file is then untouched).
+// `journal_sequence`: the last journal record the state includes. `bytes_written` (optional)
+// receives the file's size.
 std::string write_state_file(const std::string& path, const config::GatewayConfig& cfg,
-                             uint64_t generation, const StateExtras& extras = {});
+                             uint64_t generation, const StateExtras& extras = {},
+                             uint64_t journal_sequence = 0, size_t* bytes_written = nullptr);
+
+// The head of a snapshot, read without its configuration (cheap at any size).
+struct SnapshotHead {
+  unsigned format = 0;  // 1 or 2
+  uint64_t generation = 0;
+  uint64_t journal_sequence = 0;
+};
+std::variant<SnapshotHead, std::string> read_snapshot_head(const std::string& path);
 
 // "" when the state file's directory exists (it is created if missing) and takes files; else
 // why not. The agent checks at start rather than at the first Apply.
 std::string check_state_directory(const std::string& state_path);
 
-// The file's state, checked by libyang and config::validate(), or why it is unusable.
-std::variant<PersistedState, std::string> read_state_file(const std::string& path);
+// The persisted state: the snapshot, checked by libyang and config::validate(), with the
+// journal's records after it replayed; or why it is unusable. A torn last record is dropped
+// (torn_bytes). A journal corrupt before its tail gives the state up to the corruption with
+// `journal_corrupt` set when `accept_corrupt_journal`, else an error.
+std::variant<PersistedState, std::string> read_state_file(const std::string& path,
+                                                          bool accept_corrupt_journal = false);
 
 // What the daemon starts with: the configuration file, with the policies, steering rules and
 // local SIDs of the state file when there is a usable one (the agent owns those sections;
@@ -78,6 +100,10 @@ struct StartupState {
 // valid with this configuration file (e.g. capacities lowered): logged as a critical error,
 // renamed to <path>.corrupt-<UTC time> (or .rejected-<UTC time> when it parsed but does not
 // fit), and the configuration file is used at generation 0. `state_path` "" = no persistence.
+// The journal: a torn last record is dropped (the agent cuts it off); a journal corrupt before
+// its tail is logged as a critical error and renamed to <journal>.corrupt-<UTC time>, the
+// state up to the corruption is restored and written as a new snapshot; a journal that is not
+// one (or one without a snapshot) is renamed likewise and not used.
 StartupState restore_startup_state(const std::string& state_path,
                                    const config::GatewayConfig& file_config);
 

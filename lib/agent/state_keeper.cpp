@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <string_view>
 #include <thread>
 
@@ -67,6 +68,120 @@ StateKeeper::StateKeeper(std::string state_path, StateSink& sink, EventBus& bus,
   // at start, rather than during the first Apply.
   spare_ = copy_state(*current_);
   bus_.set_generation(generation);
+  if (!state_path_.empty()) open_journal(generation);
+}
+
+void StateKeeper::open_journal(uint64_t generation) {
+  // Appending continues the persisted history only when the state directory holds exactly
+  // the state this keeper starts from (restore_startup_state read it); otherwise the first
+  // change writes a snapshot.
+  auto head = read_snapshot_head(state_path_);
+  const auto* h = std::get_if<SnapshotHead>(&head);
+  if (!h) return;  // no snapshot yet (or an unusable one): the first change writes one
+  std::error_code ec;
+  counts_.snapshot_bytes = size_t(std::filesystem::file_size(state_path_, ec));
+  const std::string jpath = journal_path(state_path_);
+  next_sequence_ = h->journal_sequence + 1;
+  std::string error;
+  uint64_t disk_generation = h->generation;
+  std::optional<JournalContents> journal;
+  if (std::filesystem::exists(jpath, ec)) {
+    journal = read_journal(jpath, h->journal_sequence, /*decode=*/false, error);
+    if (!journal || !journal->corrupt.empty()) {
+      spdlog::warn("agent: journal {} not usable ({}): the next change writes a snapshot", jpath,
+                   journal ? journal->corrupt : error);
+      return;
+    }
+    next_sequence_ = std::max(h->journal_sequence, journal->last_sequence) + 1;
+    if (journal->last_sequence > h->journal_sequence) disk_generation = journal->last_generation;
+  }
+  if (disk_generation != generation) {
+    spdlog::info(
+        "agent: the state directory is at generation {}, the agent starts at {}: the next "
+        "change writes a snapshot",
+        disk_generation, generation);
+    return;
+  }
+  if (journal && journal->last_sequence > h->journal_sequence)
+    journal_ = JournalWriter::open(jpath, journal->good_bytes, error);
+  else
+    journal_ = JournalWriter::create(jpath, error);  // none, or only records in the snapshot
+  if (!journal_) {
+    spdlog::warn("agent: journal {}: {}: the next change writes a snapshot", jpath, error);
+    return;
+  }
+  needs_snapshot_ = false;
+  counts_.journal_bytes = journal_->bytes();
+}
+
+void StateKeeper::set_journal_min_bytes(size_t bytes) {
+  std::lock_guard apply_lock(apply_mutex_);
+  journal_min_bytes_ = bytes;
+}
+
+StateKeeper::PersistCounts StateKeeper::persist_counts() {
+  std::lock_guard apply_lock(apply_mutex_);
+  return counts_;
+}
+
+std::string StateKeeper::write_snapshot(const config::GatewayConfig& cfg, uint64_t generation,
+                                        const StateExtras& extras) {
+  const auto t0 = Clock::now();
+  size_t bytes = 0;
+  if (auto why = write_state_file(state_path_, cfg, generation, extras, next_sequence_ - 1, &bytes);
+      !why.empty())
+    return why;
+  ++counts_.snapshots;
+  counts_.snapshot_bytes = bytes;
+  // The snapshot is durable: every journal record so far is in it (its journal-sequence), so a
+  // crash before the new journal replaces the old one reads the old records as already
+  // included.
+  std::string error;
+  journal_ = JournalWriter::create(journal_path(state_path_), error);
+  needs_snapshot_ = !journal_;
+  counts_.journal_bytes = journal_ ? journal_->bytes() : 0;
+  if (!journal_)
+    spdlog::error("agent: cannot start a new journal: {}; the next change writes a snapshot",
+                  error);
+  spdlog::info("agent: snapshot of generation {} written ({:.1f} MB, {:.1f} ms), journal restarted",
+               generation, double(bytes) / 1e6, ms_since(t0));
+  return "";
+}
+
+std::string StateKeeper::persist(const Step& step, const StateExtras& next_extras) {
+  if (needs_snapshot_ || !journal_)
+    return write_snapshot(*step.config, step.generation, next_extras);
+  const bool paths_changed = !(next_extras.paths_down == extras_.paths_down);
+  std::string record;
+  encode_record(next_sequence_, step.generation, step.config_changes ? step.changes : nullptr,
+                step.engine_changed ? &step.config->engine : nullptr,
+                paths_changed ? &next_extras.paths_down : nullptr, record);
+  if (auto why = journal_->append(record); !why.empty()) {
+    if (journal_->broken()) {
+      // The record may be in the file: its sequence is used up, and the next change writes a
+      // snapshot (which includes every sequence so far) and a new journal.
+      ++next_sequence_;
+      journal_.reset();
+      needs_snapshot_ = true;
+    }
+    return why;
+  }
+  ++next_sequence_;
+  ++counts_.records;
+  counts_.journal_bytes = journal_->bytes();
+  if (journal_->bytes() > std::max(journal_min_bytes_, counts_.snapshot_bytes)) {
+    // Compaction. The change is durable already: a failure here only delays it.
+    if (auto why = write_snapshot(*step.config, step.generation, next_extras); !why.empty())
+      spdlog::error("agent: cannot write a snapshot ({}); the journal keeps growing", why);
+  }
+  return "";
+}
+
+std::string StateKeeper::compact() {
+  std::lock_guard apply_lock(apply_mutex_);
+  if (state_path_.empty() || !journal_ || !journal_->has_records()) return "";
+  const auto state = snapshot();
+  return write_snapshot(state->config, state->generation, extras_);
 }
 
 std::shared_ptr<const AgentState> StateKeeper::snapshot() const {
@@ -116,9 +231,7 @@ std::optional<Refusal> StateKeeper::commit(Step& step, StepTimes* times) {
 
   const auto t_persist = Clock::now();
   if (!state_path_.empty() && (step.config_changes || !(next_extras == extras_))) {
-    if (const std::string why =
-            write_state_file(state_path_, *step.config, step.generation, next_extras);
-        !why.empty()) {
+    if (const std::string why = persist(step, next_extras); !why.empty()) {
       spdlog::error("agent: cannot persist {}: {}; {}", step.what, why, step.undoing);
       step.undo();
       return refused(
@@ -191,6 +304,7 @@ std::optional<Refusal> StateKeeper::apply(
   Step step;
   step.config = &next->config;
   step.generation = next->generation;
+  step.changes = &batch.changeset();
   step.run = [&](StateExtras& extras) -> std::optional<Refusal> {
     if (auto e = sink_.apply_delta(next->config, steering_delta)) {
       const std::string msg = "data plane refused: " + batch.describe(*e);
@@ -264,6 +378,7 @@ std::optional<Refusal> StateKeeper::set_engine_params(const EngineParamsEdit& ed
   Step step;
   step.config = &candidate;
   step.generation = base->generation + 1;
+  step.engine_changed = true;
   step.run = [&](StateExtras& extras) -> std::optional<Refusal> {
     // Steering is unchanged: an empty delta spares the data plane a walk of every rule.
     if (auto e = sink_.apply_delta(candidate, policy::SteeringDelta{})) {

@@ -2,8 +2,13 @@
 // The agent's running state and the one way it changes. Every change (a batch of Apply, new
 // local SR engine parameters, a path set down or up) goes through the same commit step:
 //
-//   validate -> run it (data plane, or the engine for a path) -> persist the state file, or
-//   undo what ran -> publish the new state -> event
+//   validate -> run it (data plane, or the engine for a path) -> persist, or undo what ran ->
+//   publish the new state -> event
+//
+// Persisting appends the change (its net change set) to the journal and waits for it to be
+// durable: O(change). When the journal outgrows the snapshot (the state file, O(state)) a new
+// snapshot is written and the journal restarts (journal.hpp); a snapshot is also written for
+// the first change when there is none, and when the journal could not be written.
 //
 // No gRPC here: the server (agent.cpp) decodes a request, calls one of these and encodes the
 // answer; tests/agent/test_state_keeper.cpp drives them directly with a fake sink.
@@ -20,6 +25,7 @@
 #include "agent/batch.hpp"
 #include "agent/config_index.hpp"
 #include "agent/event_bus.hpp"
+#include "agent/journal.hpp"
 #include "agent/persist.hpp"
 #include "agent/state_sink.hpp"
 #include "config/model.hpp"
@@ -100,6 +106,23 @@ class StateKeeper {
                                         const PathStateHandler& handler, const std::string& origin,
                                         PathStateOutcome& outcome, uint64_t& generation);
 
+  // Writes a snapshot of the running state and restarts the journal, when the journal has
+  // records (Agent::stop: a cleanly stopped gateway leaves one compact state file). "" or why
+  // not.
+  std::string compact();
+
+  // A new snapshot is written when the journal passes max(this, the snapshot's size)
+  // (default 16 MiB).
+  void set_journal_min_bytes(size_t bytes);
+
+  struct PersistCounts {
+    uint64_t records = 0;    // journal records appended
+    uint64_t snapshots = 0;  // snapshots written
+    size_t journal_bytes = 0;
+    size_t snapshot_bytes = 0;
+  };
+  PersistCounts persist_counts();
+
  private:
   // One change, validated, as the commit step takes it.
   struct Step {
@@ -108,6 +131,10 @@ class StateKeeper {
     const config::GatewayConfig* config = nullptr;
     uint64_t generation = 0;
     bool config_changes = true;
+    // What the journal record holds: the net change set (Apply) and whether the engine
+    // parameters changed (SetEngineParams); paths down are recorded when the extras change.
+    const Changeset* changes = nullptr;
+    bool engine_changed = false;
     // Runs the change; may edit the extras the state file will hold. A refusal ends the
     // step with nothing changed.
     std::function<std::optional<Refusal>(StateExtras&)> run;
@@ -126,6 +153,13 @@ class StateKeeper {
   };
   // The commit step. Called under apply_mutex_.
   std::optional<Refusal> commit(Step& step, StepTimes* times = nullptr);
+  // Persists a step (journal record, or snapshot); "" or why not. Under apply_mutex_.
+  std::string persist(const Step& step, const StateExtras& next_extras);
+  // A snapshot of this state including every record so far, then an empty journal.
+  std::string write_snapshot(const config::GatewayConfig& cfg, uint64_t generation,
+                             const StateExtras& extras);
+  // Finds where the state directory stands (at construction).
+  void open_journal(uint64_t generation);
 
   void roll_back_data_plane(const config::GatewayConfig& previous,
                             const policy::SteeringDelta& undo);
@@ -153,6 +187,14 @@ class StateKeeper {
   // over gRPC); engine_params_from_agent_ mirrors its flag for lock-free readers.
   StateExtras extras_;
   std::atomic<bool> engine_params_from_agent_{false};
+  // Persistence (under apply_mutex_). `journal_` null or `needs_snapshot_`: the next change is
+  // persisted as a snapshot. `next_sequence_` is above every record of any journal file that
+  // may still be read beside the snapshot.
+  std::unique_ptr<JournalWriter> journal_;
+  bool needs_snapshot_ = true;
+  uint64_t next_sequence_ = 1;
+  size_t journal_min_bytes_ = size_t(16) << 20;
+  PersistCounts counts_;
 };
 
 }  // namespace srv6gw::agent

@@ -3,7 +3,11 @@
 // client serialisation, unix socket, conversion, incremental validation, the real Gateway's
 // publication (EAL --no-huge) and the fsync'ed state file. Also without persistence and
 // against a sink that accepts everything (the agent's own share). Then a 3-change batch on
-// a running state of M rules (default 1000000): what an Apply costs when the state is large.
+// a running state of M rules (default 1000000): what an Apply costs when the state is large,
+// persisted as a journal record (the first change writes the snapshot), 3- and 10-change
+// batches, beside the whole state file written the way every Apply persisted before the
+// journal (same run); then the restore of M rules from snapshot + journal and from the
+// snapshot alone, and the compaction at stop.
 // Prints entries/s; the agent logs validate / data plane / persist ms of every Apply.
 //
 //   bench-agent-apply [N [M]]
@@ -11,6 +15,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "agent/agent.hpp"
 #include "agent_test_util.hpp"
@@ -55,6 +61,18 @@ v1::ApplyRequest deletes(uint32_t n, uint32_t first_id) {
   return req;
 }
 
+double g_last_ms = 0;  // client-side time of the last run()
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 bool run(const char* label, Agent& agent, const v1::ApplyRequest& req) {
   auto stub = test::unix_stub(agent.address());
   grpc::ClientContext ctx;
@@ -66,6 +84,7 @@ bool run(const char* label, Agent& agent, const v1::ApplyRequest& req) {
     std::fprintf(stderr, "%s: %s\n", label, st.error_message().c_str());
     return false;
   }
+  g_last_ms = s * 1e3;
   std::printf("%-58s %7d changes %8.1f ms %10.0f entries/s\n", label, req.changes_size(), s * 1e3,
               req.changes_size() / s);
   std::fflush(stdout);
@@ -217,12 +236,78 @@ int main(int argc, char** argv) {
         o.state_path.clear();
       std::string err;
       auto agent = Agent::start(o, big_sink, big, 0, err);
-      for (uint32_t round = persisted ? 3 : 6; agent && round < (persisted ? 6u : 9u); ++round) {
-        ok &= run(
-            ((persisted ? "real Gateway, persisted: " : "real Gateway, not persisted: ") + label)
-                .c_str(),
-            *agent, small_batch(round));
+      if (!persisted) {
+        for (uint32_t round = 6; agent && round < 9u; ++round) {
+          ok &= run(("real Gateway, not persisted: " + label).c_str(), *agent, small_batch(round));
+          big_gateway->reclaim();
+        }
+      } else if (agent) {
+        ok &= run(("real Gateway, persisted, first change (writes the snapshot): " + label).c_str(),
+                  *agent, small_batch(10));
         big_gateway->reclaim();
+        std::vector<double> three, ten;
+        // Rounds of their own (the unpersisted agent above used 6..8).
+        for (uint32_t round = 11; round < 21; ++round) {
+          ok &= run(("real Gateway, persisted (journal): " + label).c_str(), *agent,
+                    small_batch(round));
+          three.push_back(g_last_ms);
+          big_gateway->reclaim();
+        }
+        for (uint32_t round = 0; round < 10; ++round) {
+          v1::ApplyRequest req;
+          for (uint32_t j = 0; j < 8; ++j) {
+            const uint32_t id = m + 1000 + round * 8 + j;
+            *req.add_changes()->mutable_upsert_steering() =
+                test::exact_rule(id, test::ipv4_from(id), id & 0xFFFFFF, "base");
+          }
+          req.add_changes()->set_delete_steering(1000 + round * 2);
+          req.add_changes()->set_delete_steering(1001 + round * 2);
+          ok &= run(
+              ("real Gateway, persisted (journal): 10 changes on " + std::to_string(m) + " rules")
+                  .c_str(),
+              *agent, req);
+          ten.push_back(g_last_ms);
+          big_gateway->reclaim();
+        }
+        // The persistence before the journal: the whole state file per Apply.
+        std::vector<double> whole;
+        const auto state = agent->state();
+        for (int k = 0; k < 3; ++k) {
+          const auto t0 = std::chrono::steady_clock::now();
+          if (auto why = write_state_file(dir.file("whole.json"), state->config, state->generation);
+              !why.empty())
+            std::fprintf(stderr, "write_state_file: %s\n", why.c_str());
+          whole.push_back(ms_since(t0));
+        }
+        std::printf(
+            "persisted Apply on %u rules, client time, median: 3 changes %.2f ms, 10 changes "
+            "%.2f ms (journal); the whole state file (%.1f MB) as written per Apply before the "
+            "journal: %.1f ms median of 3 (x%.0f)\n",
+            m, median(three), median(ten),
+            double(std::filesystem::file_size(dir.file("whole.json"))) / 1e6, median(whole),
+            median(whole) / std::max(median(three), 1e-3));
+        // Restore: snapshot + 21 journal records, then the snapshot alone (after stop).
+        config::GatewayConfig file_cfg = big;
+        file_cfg.steering.clear();
+        auto t0 = std::chrono::steady_clock::now();
+        auto st = restore_startup_state(o.state_path, file_cfg);
+        const double with_journal = ms_since(t0);
+        t0 = std::chrono::steady_clock::now();
+        big = agent->state()->config;  // what the Gateway runs now, for the next agent
+        agent->stop();
+        const double stop_ms = ms_since(t0);
+        t0 = std::chrono::steady_clock::now();
+        auto st2 = restore_startup_state(o.state_path, file_cfg);
+        const double snapshot_only = ms_since(t0);
+        std::printf(
+            "restore of %zu rules: snapshot + journal %.0f ms (generation %lu), snapshot alone "
+            "%.0f ms (generation %lu); stop with compaction %.0f ms\n",
+            st.config.steering.size(), with_journal, (unsigned long)st.generation, snapshot_only,
+            (unsigned long)st2.generation, stop_ms);
+        ok &= st.restored && st2.restored && st.generation == st2.generation &&
+              st.config.steering.size() == st2.config.steering.size();
+        agent.reset();
+        continue;
       }
       if (agent) {
         big = agent->state()->config;  // what the Gateway runs now, for the next agent

@@ -67,13 +67,15 @@ TEST_F(AgentPersist, RestartRestoresStateAndGeneration) {
   ASSERT_EQ(a->generation(), 2u);
   a->stop();
   a.reset();
-  // Only the state file is left: no temporary file, no socket.
-  EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{"state.json"});
+  // Only the state file and its (empty: compacted at stop) journal are left: no temporary
+  // file, no socket.
+  EXPECT_EQ(files_in(dir.path()), (std::vector<std::string>{"state.json", "state.json.journal"}));
 
   // The file's config is a configuration instance of its own (libyang + validate).
   auto read = read_state_file(options.state_path);
   ASSERT_TRUE(std::holds_alternative<PersistedState>(read)) << std::get<std::string>(read);
   EXPECT_EQ(std::get<PersistedState>(read).generation, 2u);
+  EXPECT_EQ(std::get<PersistedState>(read).journal_records, 0u);
   EXPECT_EQ(std::get<PersistedState>(read).config, applied);
 
   // Restart: ports, addresses, capacities come from the (possibly edited) configuration file;
@@ -137,7 +139,7 @@ TEST_F(AgentPersist, CorruptFilesAreSetAside) {
   const std::string good = slurp(options.state_path);
   ASSERT_FALSE(good.empty());
   std::string wrong_format = good;
-  wrong_format.replace(wrong_format.find("srv6gw-agent-state/1"), 20, "srv6gw-agent-state/9");
+  wrong_format.replace(wrong_format.find("srv6gw-agent-state/2"), 20, "srv6gw-agent-state/9");
   std::string bad_generation = good;
   bad_generation.replace(bad_generation.find("\"generation\": 2"), 15, "\"generation\": -2");
   std::string bad_yang = good;

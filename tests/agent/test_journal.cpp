@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The agent's journal without gRPC (issue 20): the persisted state (snapshot + replay of the
+// journal) equals the running state after every change of random sequences of batches,
+// engine parameters and path downs, with snapshots taken in the middle of the stream; a torn
+// last record at every byte offset is dropped and the journal continues after it; a checksum
+// failure at the tail is a torn record, before the tail it is corruption, kept aside loudly
+// with the state up to it restored; a format-1 state file (before the journal) is read and
+// continued.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "agent/convert.hpp"
+#include "agent/journal.hpp"
+#include "agent/state_keeper.hpp"
+#include "agent_test_util.hpp"
+
+namespace srv6gw::agent::test {
+namespace {
+
+using Changes = google::protobuf::RepeatedPtrField<v1::Change>;
+
+// What is compared: the sections the agent owns, in key order, and the generation.
+struct Comparable {
+  std::vector<config::Policy> policies;
+  std::vector<config::SteeringRule> steering;
+  std::vector<config::LocalSid> local_sids;
+  engine::Params engine;
+  uint64_t generation = 0;
+  bool operator==(const Comparable&) const = default;
+};
+
+Comparable comparable(const config::GatewayConfig& cfg, uint64_t generation) {
+  Comparable c{cfg.policies, cfg.steering, cfg.local_sids, cfg.engine, generation};
+  std::sort(c.policies.begin(), c.policies.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::sort(c.steering.begin(), c.steering.end(),
+            [](const auto& a, const auto& b) { return a.id < b.id; });
+  std::sort(c.local_sids.begin(), c.local_sids.end(),
+            [](const auto& a, const auto& b) { return a.sid < b.sid; });
+  return c;
+}
+
+std::string describe(const Comparable& c) {
+  return "generation " + std::to_string(c.generation) + ", " + std::to_string(c.policies.size()) +
+         " policies, " + std::to_string(c.steering.size()) + " rules, " +
+         std::to_string(c.local_sids.size()) + " local SIDs, alpha " +
+         std::to_string(c.engine.alpha);
+}
+
+// The engine side of SetPathState: path "only" (id 1) of policy "base".
+struct FakeEngine {
+  bool down = false;
+  PathStateOutcome handle(const PathStateCommand& c) {
+    PathStateOutcome out;
+    out.status = PathStateOutcome::Status::ok;
+    out.segment_list = "only";
+    out.path_id = 1;
+    out.changed = down == c.up;
+    down = !c.up;
+    return out;
+  }
+};
+
+class JournalTest : public ::testing::Test {
+ protected:
+  JournalTest() { sink.running = base_config(); }
+
+  std::string state_path() const { return dir.file("state.json"); }
+  std::string jpath() const { return journal_path(state_path()); }
+
+  std::unique_ptr<StateKeeper> make_keeper(const config::GatewayConfig& cfg, uint64_t generation,
+                                           const StateExtras& extras = {}) {
+    sink.running = cfg;
+    return std::make_unique<StateKeeper>(state_path(), sink, bus, cfg, generation, extras);
+  }
+
+  PersistedState persisted(bool accept_corrupt = false) {
+    auto r = read_state_file(state_path(), accept_corrupt);
+    if (auto* why = std::get_if<std::string>(&r)) ADD_FAILURE() << *why;
+    return std::get_if<PersistedState>(&r) ? std::get<PersistedState>(r) : PersistedState{};
+  }
+
+  // One random change of the kinds a controller makes; returns false when it was refused
+  // (a refusal changes nothing, which the comparison checks too).
+  bool random_change(StateKeeper& keeper, FakeEngine& eng) {
+    const int kind = int(rng() % 100);
+    if (kind < 6) {  // engine parameters
+      const double alphas[] = {0.25, 0.5, 0.125, 1.0};
+      const double alpha = alphas[rng() % 4];
+      EngineParamsResult r;
+      return !keeper.set_engine_params(
+          [&](engine::Params& p) {
+            p.alpha = alpha;
+            return std::string();
+          },
+          std::nullopt, false, "test", r);
+    }
+    if (kind < 12) {  // a path down or up
+      PathStateOutcome out;
+      uint64_t generation = 0;
+      PathStateCommand cmd{"base", std::string("only"), std::nullopt, bool(rng() % 2)};
+      return !keeper.set_path_state(
+          cmd, [&](const PathStateCommand& c) { return eng.handle(c); }, "test", out, generation);
+    }
+    // A batch of 1..10 changes.
+    Changes changes;
+    const auto state = keeper.snapshot();
+    std::set<std::string> used_policies;
+    for (const auto& r : state->config.steering) used_policies.insert(r.policy);
+    const int n = 1 + int(rng() % 10);
+    for (int i = 0; i < n; ++i) {
+      const int what = int(rng() % 100);
+      const uint32_t id = 1 + uint32_t(rng() % 400);
+      if (what < 50) {
+        const int p = int(rng() % 5);
+        std::string policy = "base";
+        for (const auto& pol : state->config.policies)
+          if (pol.name == "p" + std::to_string(p)) policy = pol.name;
+        *changes.Add()->mutable_upsert_steering() =
+            exact_rule(id, ipv4_from(id), id % 1000 + 1, policy);
+      } else if (what < 75) {
+        if (state->config.steering.empty()) continue;
+        changes.Add()->set_delete_steering(
+            state->config.steering[rng() % state->config.steering.size()].id);
+      } else if (what < 85) {
+        const int p = int(rng() % 5);
+        auto pol = make_policy("p" + std::to_string(p), 100 + 10 * uint32_t(p), 1 + int(rng() % 3));
+        pol.set_color(uint32_t(rng() % 50));
+        *changes.Add()->mutable_upsert_policy() = pol;
+      } else if (what < 90) {
+        const std::string name = "p" + std::to_string(rng() % 5);
+        if (used_policies.count(name)) continue;
+        bool exists = false;
+        for (const auto& pol : state->config.policies) exists |= pol.name == name;
+        if (exists) changes.Add()->set_delete_policy(name);
+      } else if (what < 96) {
+        auto* ls = changes.Add()->mutable_upsert_local_sid();
+        ls->set_sid("fc00:0:1::" + std::to_string(100 + rng() % 20));
+        ls->set_behavior(rng() % 2 ? v1::LOCAL_SID_BEHAVIOR_END_DX4
+                                   : v1::LOCAL_SID_BEHAVIOR_END_DT46);
+      } else {
+        if (state->config.local_sids.empty()) continue;
+        changes.Add()->set_delete_local_sid(
+            net::to_string(state->config.local_sids[rng() % state->config.local_sids.size()].sid));
+      }
+    }
+    if (changes.empty()) return false;
+    ApplyResult r;
+    return !keeper.apply(changes, std::nullopt, false, "test", r);
+  }
+
+  void expect_persisted_equals_running(StateKeeper& keeper, const FakeEngine& eng,
+                                       const std::string& when) {
+    const PersistedState file = persisted();
+    const auto running = keeper.snapshot();
+    const Comparable want = comparable(running->config, running->generation);
+    const Comparable got = comparable(file.config, file.generation);
+    ASSERT_TRUE(got == want) << when << ": persisted " << describe(got) << ", running "
+                             << describe(want);
+    EXPECT_EQ(file.extras.engine_params_from_agent, keeper.engine_params_from_agent()) << when;
+    const std::vector<PathDown> down_now =
+        eng.down ? std::vector<PathDown>{{"base", "only", 1}} : std::vector<PathDown>{};
+    EXPECT_EQ(file.extras.paths_down, down_now) << when;
+  }
+
+  TempDir dir;
+  FakeSink sink;
+  EventBus bus;
+  std::mt19937_64 rng{20};
+};
+
+TEST_F(JournalTest, ReplayEqualsTheRunningStateThroughRandomChangesAndCompactions) {
+  for (const size_t min_bytes : {size_t(16) << 20, size_t(2000)}) {
+    std::filesystem::remove_all(dir.path());
+    std::filesystem::create_directories(dir.path());
+    FakeEngine eng;
+    auto keeper = make_keeper(base_config(), 0);
+    keeper->set_journal_min_bytes(min_bytes);
+    int applied = 0;
+    for (int i = 0; i < 250; ++i) {
+      applied += random_change(*keeper, eng);
+      expect_persisted_equals_running(*keeper, eng, "change " + std::to_string(i));
+      if (HasFatalFailure()) return;
+    }
+    const auto counts = keeper->persist_counts();
+    std::cout << "min " << min_bytes << " bytes: " << applied << " of 250 changes applied, "
+              << counts.records << " journal records, " << counts.snapshots << " snapshots\n";
+    EXPECT_GT(applied, 150);
+    if (min_bytes > 1000000) {
+      // Only the first change wrote a snapshot: every other one is a journal record.
+      EXPECT_EQ(counts.snapshots, 1u);
+      EXPECT_GE(counts.records + 1, uint64_t(applied) - 20);  // path up/down no-ops aside
+    } else {
+      // The journal passed the snapshot's size many times: compacted during the stream.
+      EXPECT_GT(counts.snapshots, 3u);
+    }
+    // A snapshot alone (the journal emptied) gives the same state as snapshot + replay.
+    const PersistedState before = persisted();
+    ASSERT_EQ(keeper->compact(), "");
+    const PersistedState after = persisted();
+    EXPECT_EQ(after.journal_records, 0u);
+    EXPECT_TRUE(comparable(after.config, after.generation) ==
+                comparable(before.config, before.generation));
+    EXPECT_EQ(after.extras, before.extras);
+    // And a restart (restore + a new keeper) continues the same history.
+    StartupState st = restore_startup_state(state_path(), base_config());
+    ASSERT_TRUE(st.restored);
+    keeper = make_keeper(st.config, st.generation, st.extras);
+    for (int i = 0; i < 30; ++i) {
+      random_change(*keeper, eng);
+      expect_persisted_equals_running(*keeper, eng, "after restart, change " + std::to_string(i));
+      if (HasFatalFailure()) return;
+    }
+    EXPECT_EQ(keeper->persist_counts().snapshots, 0u);  // appended to the restored journal
+  }
+}
+
+// A journal of a few records after a snapshot; `states[k]` is the state after k records.
+struct History {
+  std::vector<Comparable> states;
+  std::vector<StateExtras> extras;
+  std::vector<size_t> record_start;  // byte offset of record k (0-based) in the journal
+  std::string journal;               // the journal's bytes
+};
+
+class JournalFileTest : public JournalTest {
+ protected:
+  History make_history(int records) {
+    History h;
+    FakeEngine eng;
+    auto keeper = make_keeper(base_config(), 0);
+    // The first change writes the snapshot.
+    ApplyResult r;
+    EXPECT_FALSE(keeper->apply(one_rule(1000), std::nullopt, false, "test", r));
+    EXPECT_EQ(keeper->persist_counts().records, 0u);
+    auto push_state = [&] {
+      const auto s = keeper->snapshot();
+      h.states.push_back(comparable(s->config, s->generation));
+      h.extras.push_back(persisted().extras);
+      h.record_start.push_back(std::filesystem::file_size(jpath()));
+    };
+    push_state();
+    while (keeper->persist_counts().records < uint64_t(records)) {
+      const auto before = keeper->persist_counts().records;
+      random_change(*keeper, eng);
+      if (keeper->persist_counts().records != before) push_state();
+    }
+    h.journal = slurp(jpath());
+    h.record_start.pop_back();  // the end of the file, not a record
+    return h;
+  }
+  static Changes one_rule(uint32_t id) {
+    Changes c;
+    *c.Add()->mutable_upsert_steering() = exact_rule(id, ipv4_from(id), id, "base");
+    return c;
+  }
+  void write_journal(const std::string& bytes) {
+    std::ofstream(jpath(), std::ios::binary | std::ios::trunc) << bytes;
+  }
+};
+
+TEST_F(JournalFileTest, TornLastRecordAtEveryByteOffsetIsDropped) {
+  const History h = make_history(6);
+  ASSERT_EQ(h.states.size(), 7u);
+  const size_t last = h.record_start.back();
+  for (size_t cut = last; cut < h.journal.size(); ++cut) {
+    write_journal(h.journal.substr(0, cut));
+    const PersistedState st = persisted();
+    ASSERT_TRUE(comparable(st.config, st.generation) == h.states[5]) << "cut at byte " << cut;
+    EXPECT_EQ(st.extras, h.extras[5]) << "cut at byte " << cut;
+    EXPECT_EQ(st.torn_bytes, cut - last);
+    EXPECT_TRUE(st.journal_corrupt.empty());
+  }
+  // The whole record: the last state.
+  write_journal(h.journal);
+  EXPECT_TRUE(comparable(persisted().config, persisted().generation) == h.states[6]);
+
+  // A restart on a torn journal cuts the tail off and appends after the last good record.
+  write_journal(h.journal.substr(0, last + 30));
+  StartupState st = restore_startup_state(state_path(), base_config());
+  ASSERT_TRUE(st.restored);
+  EXPECT_TRUE(comparable(st.config, st.generation) == h.states[5]);
+  auto keeper = make_keeper(st.config, st.generation, st.extras);
+  ApplyResult r;
+  ASSERT_FALSE(keeper->apply(one_rule(5000), std::nullopt, false, "test", r));
+  EXPECT_EQ(keeper->persist_counts().snapshots, 0u);
+  const PersistedState after = persisted();
+  EXPECT_EQ(after.torn_bytes, 0u);
+  EXPECT_TRUE(comparable(after.config, after.generation) ==
+              comparable(keeper->snapshot()->config, keeper->snapshot()->generation));
+}
+
+TEST_F(JournalFileTest, ChecksumFailureAtTheTailIsTornBeforeItCorrupt) {
+  const History h = make_history(6);
+  const size_t last = h.record_start.back();
+  // A flipped byte in the last record's body: that record was never acknowledged whole.
+  std::string bad = h.journal;
+  bad[last + kJournalRecordHeader + 3] ^= 0x40;
+  write_journal(bad);
+  PersistedState st = persisted();
+  EXPECT_TRUE(comparable(st.config, st.generation) == h.states[5]);
+  EXPECT_EQ(st.torn_bytes, h.journal.size() - last);
+
+  // In the body of record 2 (0-based), records follow: corruption. Strict reading refuses;
+  // the restore takes the state before it, keeps the journal aside and writes a snapshot.
+  for (const size_t offset : {kJournalRecordHeader + 2, size_t(5), size_t(13)}) {
+    SCOPED_TRACE("byte " + std::to_string(offset) + " of record 2");
+    std::filesystem::remove_all(dir.path());
+    std::filesystem::create_directories(dir.path());
+    const History h2 = make_history(6);
+    bad = h2.journal;
+    bad[h2.record_start[2] + offset] ^= 0x01;
+    write_journal(bad);
+    auto strict = read_state_file(state_path());
+    ASSERT_TRUE(std::holds_alternative<std::string>(strict));
+    EXPECT_NE(
+        std::get<std::string>(strict).find("record at byte " + std::to_string(h2.record_start[2])),
+        std::string::npos)
+        << std::get<std::string>(strict);
+    st = persisted(/*accept_corrupt=*/true);
+    EXPECT_FALSE(st.journal_corrupt.empty());
+    EXPECT_TRUE(comparable(st.config, st.generation) == h2.states[2]);
+
+    StartupState restored = restore_startup_state(state_path(), base_config());
+    ASSERT_TRUE(restored.restored);
+    EXPECT_TRUE(comparable(restored.config, restored.generation) == h2.states[2]);
+    EXPECT_EQ(restored.extras, h2.extras[2]);
+    EXPECT_NE(restored.set_aside.find(".journal.corrupt-"), std::string::npos)
+        << restored.set_aside;
+    EXPECT_TRUE(std::filesystem::exists(restored.set_aside));
+    EXPECT_FALSE(std::filesystem::exists(jpath()));
+    st = persisted();  // the new snapshot alone
+    EXPECT_EQ(st.journal_records, 0u);
+    EXPECT_TRUE(comparable(st.config, st.generation) == h2.states[2]);
+    // The agent continues from it.
+    auto keeper = make_keeper(restored.config, restored.generation, restored.extras);
+    ApplyResult r;
+    ASSERT_FALSE(keeper->apply(one_rule(5000), std::nullopt, false, "test", r));
+    EXPECT_EQ(keeper->persist_counts().snapshots, 0u);
+    st = persisted();
+    EXPECT_EQ(st.journal_records, 1u);
+    EXPECT_EQ(st.generation, h2.states[2].generation + 1);
+  }
+}
+
+TEST_F(JournalFileTest, JournalWithoutSnapshotOrNotAJournalIsSetAside) {
+  const History h = make_history(3);
+  std::filesystem::remove(state_path());
+  StartupState st = restore_startup_state(state_path(), base_config());
+  EXPECT_FALSE(st.restored);
+  EXPECT_EQ(st.generation, 0u);
+  EXPECT_NE(st.set_aside.find(".journal.corrupt-"), std::string::npos) << st.set_aside;
+  EXPECT_FALSE(std::filesystem::exists(jpath()));
+
+  std::filesystem::remove_all(dir.path());
+  std::filesystem::create_directories(dir.path());
+  const History h2 = make_history(3);
+  write_journal("not a journal\n" + h2.journal);
+  st = restore_startup_state(state_path(), base_config());
+  ASSERT_TRUE(st.restored);
+  EXPECT_TRUE(comparable(st.config, st.generation) == h2.states[0]);  // the snapshot alone
+  EXPECT_NE(st.set_aside.find(".journal.corrupt-"), std::string::npos) << st.set_aside;
+}
+
+TEST_F(JournalFileTest, FormatOneStateFileIsReadAndContinued) {
+  // What the agent wrote before the journal: the same file without "journal-sequence", format 1.
+  config::GatewayConfig cfg = base_config();
+  {
+    auto keeper = make_keeper(cfg, 0);
+    ApplyResult r;
+    ASSERT_FALSE(keeper->apply(one_rule(7), std::nullopt, false, "test", r));
+    ASSERT_FALSE(keeper->apply(one_rule(8), std::nullopt, false, "test", r));
+    ASSERT_EQ(keeper->compact(), "");
+  }
+  std::filesystem::remove(jpath());
+  std::string text = slurp(state_path());
+  const auto format = text.find("srv6gw-agent-state/2");
+  ASSERT_NE(format, std::string::npos);
+  text.replace(format, 20, "srv6gw-agent-state/1");
+  const auto seq = text.find("  \"journal-sequence\"");
+  ASSERT_NE(seq, std::string::npos);
+  text.erase(seq, text.find('\n', seq) - seq + 1);
+  std::ofstream(state_path(), std::ios::trunc) << text;
+
+  StartupState st = restore_startup_state(state_path(), base_config());
+  ASSERT_TRUE(st.restored) << st.set_aside;
+  EXPECT_EQ(st.generation, 2u);
+  EXPECT_EQ(st.config.steering.size(), 2u);
+  auto head = read_snapshot_head(state_path());
+  ASSERT_TRUE(std::holds_alternative<SnapshotHead>(head));
+  EXPECT_EQ(std::get<SnapshotHead>(head).format, 1u);
+
+  // The upgraded agent journals after the format-1 snapshot (sequence 0) ...
+  auto keeper = make_keeper(st.config, st.generation, st.extras);
+  ApplyResult r;
+  ASSERT_FALSE(keeper->apply(one_rule(9), std::nullopt, false, "test", r));
+  EXPECT_EQ(keeper->persist_counts().snapshots, 0u);
+  PersistedState file = persisted();
+  EXPECT_EQ(file.generation, 3u);
+  EXPECT_EQ(file.journal_records, 1u);
+  EXPECT_EQ(file.config.steering.size(), 3u);
+  // ... and its first snapshot is format 2.
+  ASSERT_EQ(keeper->compact(), "");
+  EXPECT_EQ(std::get<SnapshotHead>(read_snapshot_head(state_path())).format, 2u);
+  EXPECT_EQ(persisted().config.steering.size(), 3u);
+}
+
+TEST_F(JournalFileTest, RecordsRoundTrip) {
+  JournalRecord rec;
+  rec.sequence = 42;
+  rec.generation = 7;
+  config::Policy p;
+  FieldError fe;
+  ASSERT_TRUE(from_proto(make_policy("rt", 300, 3), p, fe));
+  p.source = v6("fc00:0:9::9");
+  p.probe_sid = v6("fc00:0:9::77");
+  rec.changes.policies.emplace_back("rt", p);
+  rec.changes.policies.emplace_back("gone", std::nullopt);
+  config::SteeringRule rule;
+  ASSERT_TRUE(from_proto(exact_rule(5, "10.0.0.5", 55, "rt"), rule, fe));
+  rule.dscp = 26;
+  rec.changes.rules.emplace_back(5, rule);
+  rec.changes.rules.emplace_back(6, std::nullopt);
+  rec.changes.local_sids.emplace_back(v6("fc00::5"), config::LocalSid{v6("fc00::5"), {}});
+  rec.changes.local_sids.emplace_back(v6("fc00::6"), std::nullopt);
+  engine::Params e;
+  e.alpha = 0.375;
+  e.reflect = false;
+  e.hold_down_us = 1234;
+  rec.engine = e;
+  rec.paths_down = std::vector<PathDown>{{"rt", "sl1", 301}, {"x", "", 9}};
+  std::string bytes = std::string(kJournalFormat) + "\n";
+  encode_record(rec, bytes);
+  write_journal(bytes);
+  std::string error;
+  auto read = read_journal(jpath(), 0, true, error);
+  ASSERT_TRUE(read) << error;
+  ASSERT_EQ(read->records.size(), 1u);
+  const JournalRecord& got = read->records[0];
+  EXPECT_EQ(got.sequence, 42u);
+  EXPECT_EQ(got.generation, 7u);
+  EXPECT_EQ(got.changes.policies, rec.changes.policies);
+  EXPECT_EQ(got.changes.rules, rec.changes.rules);
+  EXPECT_EQ(got.changes.local_sids, rec.changes.local_sids);
+  EXPECT_EQ(got.engine, rec.engine);
+  EXPECT_EQ(got.paths_down, rec.paths_down);
+}
+
+}  // namespace
+}  // namespace srv6gw::agent::test

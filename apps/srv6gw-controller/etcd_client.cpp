@@ -1,25 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "etcd_client.hpp"
 
-#include <fstream>
 #include <sstream>
 
+#include "agent/client_channel.hpp"
+
 namespace srv6gw::sr_controller {
-namespace {
 
-bool read_pem(const std::string& path, std::string& out, std::string& error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = "cannot read " + path;
-    return false;
-  }
-  std::ostringstream s;
-  s << in.rdbuf();
-  out = s.str();
-  return true;
-}
-
-}  // namespace
+using agent::read_pem;
 
 bool parse_etcd_url(const std::string& url, std::vector<std::string>& endpoints,
                     std::string& error) {

@@ -7,8 +7,6 @@
 #include <sstream>
 
 namespace srv6gw::agent {
-namespace {
-
 bool read_pem(const std::string& path, std::string& out, std::string& error) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -20,8 +18,6 @@ bool read_pem(const std::string& path, std::string& out, std::string& error) {
   out = s.str();
   return true;
 }
-
-}  // namespace
 
 bool is_unix_target(std::string_view target) {
   return target.rfind("unix:", 0) == 0 || (!target.empty() && target[0] == '/');

@@ -20,6 +20,9 @@ struct ChannelTarget {
   bool insecure = false;        // plain TCP allowed (no ca)
 };
 
+// Reads the PEM file `path` into `out`; false and `error` ("cannot read PATH") otherwise.
+bool read_pem(const std::string& path, std::string& out, std::string& error);
+
 // True for "unix:PATH" and absolute paths.
 bool is_unix_target(std::string_view target);
 

@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "agent/convert.hpp"
+#include "agent/file_io.hpp"
 #include "net/addr.hpp"
 
 namespace srv6gw::agent {
@@ -67,21 +68,8 @@ struct Reader {
   }
 };
 
-std::string errno_text(const std::string& what, const std::string& path) {
-  return what + " " + path + ": " + std::strerror(errno);
-}
-
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data.remove_prefix(size_t(n));
-  }
-  return true;
-}
+using file_io::errno_text;
+using file_io::write_all;
 
 std::string header_line() {
   return std::string(kJournalFormat) + "\n";

@@ -19,6 +19,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "agent/batch.hpp"
+#include "agent/file_io.hpp"
 #include "agent/journal.hpp"
 #include "config/loader.hpp"
 
@@ -38,21 +39,8 @@ std::string utc_time(const char* fmt) {
   return buf;
 }
 
-std::string errno_text(const std::string& what, const std::string& path) {
-  return what + " " + path + ": " + std::strerror(errno);
-}
-
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data.remove_prefix(size_t(n));
-  }
-  return true;
-}
+using file_io::errno_text;
+using file_io::write_all;
 
 // ---- a JSON scanner just big enough to split the state file into its top-level members ----
 // (the "config" member is handed as text to libyang, which checks it thoroughly).

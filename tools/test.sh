@@ -12,11 +12,11 @@
 #                    primary's memory). Names are reported as "asan:<test>".
 # Every stage's results are summed into the last line; any failure makes the exit code 1.
 #
-# Environment: FUZZ_SECONDS (default 60) per fuzz target; CI_FUZZ=0 / CI_SANITIZE=0 skip
+# Environment: FUZZ_SECONDS (default 30) per fuzz target; CI_FUZZ=0 / CI_SANITIZE=0 skip
 # stage 2 / 3 (for a quick local run; CI runs all three).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-fuzz_seconds="${FUZZ_SECONDS:-60}"
+fuzz_seconds="${FUZZ_SECONDS:-30}"
 t0=$(date +%s)
 bash tools/setup.sh
 bash tools/build.sh || { echo "build failed"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }

@@ -117,7 +117,20 @@ def _cleanup():
 
 
 atexit.register(_cleanup)
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+
+
+def _on_sigterm(signum, _frame):
+    # meson's timeout: say where the test hung before exiting (roce_lib is on the path of
+    # every test that needs the report: those using network namespaces).
+    try:
+        import roce_lib
+        roce_lib.report_hang(signum)
+    except ImportError:
+        pass
+    sys.exit(1)
+
+
+signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def workdir(name):

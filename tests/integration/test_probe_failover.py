@@ -184,6 +184,8 @@ class Fabric:
         return json.loads(self.ip(role, f"-j link show dev {dev}").stdout)[0]["address"]
 
     def _on_signal(self, signum, _frame):
+        if signum == signal.SIGTERM:  # meson's timeout: say where the test hung
+            rl.report_hang(signum)
         self.cleanup()
         sys.exit(128 + signum)
 

@@ -89,6 +89,8 @@ class Chain:
             self.neigh(right, "lft0", f"10.{100 + k}.0.1", lmac)
 
     def _on_signal(self, signum, _frame):
+        if signum == signal.SIGTERM:  # meson's timeout: say where the test hung
+            rl.report_hang(signum)
         self.cleanup()
         sys.exit(128 + signum)
 

@@ -319,6 +319,39 @@ def log(msg):
     print(msg, flush=True)
 
 
+def report_hang(signum):
+    """What a test was doing when it was told to stop (meson sends SIGTERM at its timeout):
+    every Python thread's stack, and for each process below this one its state, kernel wait
+    channel and kernel stack, so that a hang in CI can be read from the log afterwards."""
+    import faulthandler
+    print(f"== signal {signum}: Python stacks of pid {os.getpid()}", file=sys.stderr, flush=True)
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    children = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        children.setdefault(int(fields[1]), []).append((int(d), fields[0], stat))
+    todo = [os.getpid()]
+    while todo:
+        for pid, state, stat in children.get(todo.pop(), []):
+            todo.append(pid)
+            info = []
+            for what in ("wchan", "stack", "cmdline"):
+                try:
+                    with open(f"/proc/{pid}/{what}", "rb") as f:
+                        info.append(f.read().replace(b"\0", b" ").decode(errors="replace").strip())
+                except OSError:
+                    info.append("?")
+            print(f"== pid {pid} state {state} wchan {info[0]}: {info[2][:200]}\n{info[1]}",
+                  file=sys.stderr, flush=True)
+
+
 def main_wrapper(fn):
     try:
         fn()

@@ -113,6 +113,8 @@ class NamespacePlumbing:
             signal.signal(sig, self._on_signal)
 
     def _on_signal(self, signum, _frame):
+        if signum == signal.SIGTERM:  # meson's timeout: say where the test hung
+            nl.rl.report_hang(signum)
         self.cleanup()
         sys.exit(128 + signum)
 

@@ -109,6 +109,38 @@ def objects_of(fab, g):
     return out
 
 
+def pinned_list_bytes(fab, g):
+    """Bytes each segment list of g's pinned policies (named "<policy>:<primary list>") has
+    sent, with the local engine's factor and the probe state: {(policy, list): (bytes,
+    factor, state)}."""
+    out = {}
+    for pol in json.loads(fab.ctl(g, ["--json", "stats"]).stdout).get("policies", []):
+        if ":" not in pol.get("name", ""):
+            continue
+        for p in pol.get("paths", []):
+            out[(pol["name"], p.get("segment_list"))] = (
+                int(p.get("bytes", 0)), float(p.get("factor", 1.0)),
+                p.get("probe", {}).get("state", "-"))
+    return out
+
+
+def moved_off_primaries(before, after):
+    """Of the bytes g's pinned policies sent between two pinned_list_bytes() snapshots, the
+    share that went over a list other than the policy's primary (the gateway's own failover
+    or engine moved it), and what those lists looked like."""
+    total = moved = 0
+    detail = []
+    for (pol, sl), (b, factor, state) in after.items():
+        d = b - before.get((pol, sl), (0, 1.0, "-"))[0]
+        total += d
+        if sl != pol.split(":", 1)[1] and d > 0:
+            moved += d
+            detail.append(f"{pol}/{sl} {d} B")
+        if factor != 1.0 or state not in ("-", "UP", "PATH_STATE_UP"):
+            detail.append(f"{pol}/{sl} factor {factor:.2f} probe {state}")
+    return moved / max(total, 1), detail
+
+
 def spine_window(fab, seconds):
     a = fab.spine_end_counters()
     time.sleep(seconds)
@@ -239,7 +271,9 @@ def main():
     jw_path = os.path.join(work, "job-watch.jsonl")
     jwp, jwf = ctl.watch(jw_path)
     time.sleep(0.2)
+    lists_before = pinned_list_bytes(fab, gA1)
     pinned_win = spine_window(fab, 3.0)
+    moved_share, moved_detail = moved_off_primaries(lists_before, pinned_list_bytes(fab, gA1))
     jwp.send_signal(signal.SIGTERM)
     jwp.wait(timeout=10)
     jwf.close()
@@ -256,12 +290,19 @@ def main():
     n = sum(planned.values()) or 1
     s_plan = {i: round(planned[i] / n, 3) for i in planned}
     log(f"spine End byte shares (probes subtracted): hashed {s_hash}, pinned {s_pin}, "
-        f"planned {s_plan}")
+        f"planned {s_plan}; gA1 sent {moved_share:.1%} of the pinned bytes off the primary "
+        f"lists {moved_detail[:6]}")
     if sum(planned.values()) != 16:
         problems.append(f"{sum(planned.values())} flows placed over the spines, not 16")
     if any(abs(s_pin[i] - s_plan[i]) > 0.1 for i in s_plan):
         if flaps:
             log(f"  not asserted: gA1's probes flapped during the window ({flaps[:3]})")
+        elif moved_share > 0.05:
+            # gA1 itself moved pinned flows to their backup lists (its probes or its
+            # local engine on a stalled machine): the plan was installed, the gateway
+            # reacted to what it saw, and the spines show that, not the plan.
+            log(f"  not asserted: gA1 sent {moved_share:.1%} of the pinned bytes off the "
+                f"primary lists: {moved_detail[:6]}")
         else:
             timing_problems.append(f"spine shares {s_pin} do not follow the plan {s_plan}")
     fl.Fabric.stop_generator(gen)

@@ -287,7 +287,7 @@ def main():
         for p in procs:
             p.join(10)
         for t in threads:
-            t.join()
+            t.join(10)
         cnps_sent = [cnps_sent.value]
         delay_ms = answer_delay.value / max(cnps_sent[0], 1) * 1e3
 

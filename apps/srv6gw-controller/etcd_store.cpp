@@ -305,6 +305,7 @@ void EtcdStore::watch_meta() {
       if (resp.created()) {
         recheck_ = true;  // before watching_: the first check after it reads etcd
         watching_ = true;
+        spdlog::info("etcd: watching {} (revision {})", key("meta"), resp.header().revision());
       }
       for (const auto& ev : resp.events()) {
         int64_t seen = meta_seen_revision_.load();

@@ -542,6 +542,24 @@ def main():
             f"({stale} for a stale generation), stepped down after {stepped:.2f} s")
         if late < 1:
             fail("C: the deposed leader's late push was not seen refused")
+        # A follower learns of a stored change from its etcd watch: a link set down on the
+        # leader shows in the follower's plan.
+        follower = next(r for r in replicas if r is not new and r is not old)
+        t_set = time.monotonic()
+        r = new.ctl(["link", "leaf0--spine1", "down"])
+        if r.returncode != 0:
+            fail("link down on the new leader: " + r.stderr)
+        while True:
+            p = follower.plan()
+            if p and any(x["link"] == "leaf0--spine1" and not x["up"] for x in p["links"]):
+                break
+            if time.monotonic() - t_set > 10 * SLOW:
+                fail(f"follower {follower.name} did not see leaf0--spine1 down in {10 * SLOW} s")
+            time.sleep(0.05)
+        if "etcd: watching" not in follower.text():
+            fail(f"follower {follower.name} has no etcd watch (its log says no 'etcd: watching')")
+        log(f"follower {follower.name} shows the leader's change (leaf0--spine1 down) "
+            f"{time.monotonic() - t_set:.2f} s after it was set (its etcd watch on meta)")
         n, _ = conflicts(gateways)
         log(f"failover times: {', '.join(f'{x:.2f} s' for x in failovers)} (limit {LIMIT:.0f} s, "
             f"TTL {TTL} s); conflicting generations: {n}; total "

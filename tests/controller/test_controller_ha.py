@@ -329,18 +329,29 @@ def conflicts(gateways):
     return bad, refused
 
 
-def converged(leader, gateways, label):
-    """Every gateway runs exactly the leader's desired objects. Returns the plan."""
+def converged(leader, gateways, label, replicas, exclude=None):
+    """Every gateway runs exactly the leader's desired objects. Returns the plan and the
+    leader: on a starved machine a leader can miss its keep-alives and lose the lease; then
+    the replica that took over (not `exclude`) must bring the gateways to its plan."""
     end = time.monotonic() + 30 * SLOW
     why = ""
     while time.monotonic() < end:
         r = leader.ctl(["wait-synced", "--timeout", str(5 * SLOW)])
-        if r.returncode != 0:
-            why = r.stderr.strip()
-            continue
-        plan = leader.plan(objects=True)
+        plan = leader.plan(objects=True) if r.returncode == 0 else None
         if plan is None or not plan.get("is_leader"):
-            fail(f"{label}: {leader.name} no longer leads")
+            if r.returncode != 0:
+                why = r.stderr.strip()
+            p = leader.plan()
+            if p is not None and p.get("is_leader"):
+                continue
+            now = leader_of(replicas, exclude)
+            if now is None:
+                time.sleep(0.1)
+                continue
+            log(f"{label}: {leader.name} lost its lease (a starved keep-alive); {now.name} "
+                "leads now")
+            leader = now
+            continue
         bad = []
         for g in gateways:
             want = next(p for p in plan["gateways"] if p["name"] == g.name)
@@ -356,7 +367,7 @@ def converged(leader, gateways, label):
                 f"the gateways: {n}; pushes refused per term: {refused or 'none'}")
             if n:
                 fail(f"{label}: {n} conflicting generations (older term after newer)")
-            return plan
+            return plan, leader
         why = "objects differ on " + ",".join(bad)
         time.sleep(0.2)
     fail(f"{label}: not converged in {30 * SLOW} s: {why}")
@@ -428,7 +439,7 @@ def main():
         if r.returncode == 0 or "not the leader" not in r.stderr or leader.name not in r.stderr:
             fail(f"a follower's answer to a write: rc {r.returncode}: {r.stderr.strip()}")
         log(f"follower {follower.name} refuses a write: {r.stderr.strip()}")
-        converged(leader, gateways, "start")
+        _, leader = converged(leader, gateways, "start", replicas)
         failovers = []
 
         # ---- A: SIGKILL during SubmitJob ----------------------------------------------------
@@ -451,7 +462,7 @@ def main():
             f"{dt:.2f} s (limit {LIMIT:.0f} s); submitter: "
             f"{'acknowledged' if sub.returncode == 0 else 'error: ' + err.strip()}")
         check_failover("A", dt)
-        plan = converged(new, gateways, "A")
+        plan, new = converged(new, gateways, "A", replicas, leader)
         present = job_rules_present(plan, gateways, "ha-job-1")
         if sub.returncode == 0 and present is None:
             fail("A: the job was acknowledged but the new leader does not have it")
@@ -460,7 +471,7 @@ def main():
             r = new.ctl(["submit", "-f", job_path])
             if r.returncode != 0:
                 fail("A: resubmitting to the new leader: " + r.stderr)
-            plan = converged(new, gateways, "A (resubmitted)")
+            plan, new = converged(new, gateways, "A (resubmitted)", replicas, leader)
             present = job_rules_present(plan, gateways, "ha-job-1")
         else:
             again = new.ctl(["submit", "-f", job_path])
@@ -490,7 +501,7 @@ def main():
         log(f"B: leader {leader.name} SIGKILLed while spreading leaf1--spine1 down; new leader "
             f"{new.name} after {dt:.2f} s")
         check_failover("B", dt)
-        plan = converged(new, gateways, "B")
+        plan, new = converged(new, gateways, "B", replicas, leader)
         link = [x for x in plan.get("links", []) if x["link"] == "leaf1--spine1"]
         if not link or link[0]["up"]:
             fail("B: the link-down acknowledged before the kill is not in the new plan")
@@ -508,7 +519,9 @@ def main():
         replicas = [Replica(work, "c4", etcd.url(), ["--fault-push-delay-ms", "3000"])]
         old, _ = wait_leader(replicas, "C", 20 * SLOW)
         replicas += [Replica(work, f"c{i}", etcd.url()) for i in (5, 6)]
-        converged(old, gateways, "C (c4 leads)")
+        _, lead = converged(old, gateways, "C (c4 leads)", replicas)
+        if lead is not old:
+            fail("C: c4 lost its lease before the test could stop it (a starved machine)")
         term_c4 = int(old.plan()["leader_term"])
         r = old.ctl(["link", "leaf1--spine1", "clear"])
         if r.returncode != 0:
@@ -520,7 +533,7 @@ def main():
         failovers.append(dt)
         log(f"C: leader c4 SIGSTOPped with pushes pending; new leader {new.name} after {dt:.2f} s")
         check_failover("C", dt)
-        converged(new, gateways, "C (new leader)")
+        _, new = converged(new, gateways, "C (new leader)", replicas, old)
         late_before = conflicts(gateways)[1].get(term_c4, 0)
         os.kill(old.p.pid, signal.SIGCONT)
         t_cont = time.monotonic()
@@ -534,7 +547,7 @@ def main():
         if stepped is None:
             fail("C: c4 did not step down after SIGCONT")
         time.sleep(0.5 * SLOW)  # c4's pending pushes reach the gateways
-        converged(new, gateways, "C (after SIGCONT)")
+        _, new = converged(new, gateways, "C (after SIGCONT)", replicas, old)
         late = conflicts(gateways)[1].get(term_c4, 0) - late_before
         stale = sum(1 for g in gateways for term, why in g.pushes()[1]
                     if term == term_c4 and "generation" in why)

@@ -65,6 +65,22 @@ def free_port():
         return s.getsockname()[1]
 
 
+def terminate(p, timeout):
+    """SIGTERM (after SIGCONT, for a stopped process), SIGKILL past `timeout` seconds."""
+    if p.poll() is not None:
+        return
+    try:
+        os.kill(p.pid, signal.SIGCONT)
+    except ProcessLookupError:
+        return
+    p.terminate()
+    try:
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait(timeout=10)
+
+
 def log_time(line):
     """Wall time of a log line starting with [YYYY-mm-dd HH:MM:SS.mmm] (spdlog's default)."""
     m = re.match(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\.(\d{3})\]", line)
@@ -207,13 +223,7 @@ class Gateway:
         return accepted, refused
 
     def stop(self):
-        if self.p.poll() is None:
-            self.p.terminate()
-            try:
-                self.p.wait(timeout=20 * SLOW)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait(timeout=10)
+        terminate(self.p, 20 * SLOW)
         self.logf.close()
 
 
@@ -265,17 +275,7 @@ class Replica:
         return None
 
     def stop(self):
-        if self.alive():
-            try:
-                os.kill(self.p.pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
-            self.p.terminate()
-            try:
-                self.p.wait(timeout=10 * SLOW)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait(timeout=10)
+        terminate(self.p, 10 * SLOW)
         self.logf.close()
 
 
@@ -592,13 +592,7 @@ def main():
             g.stop()
         if etcd:
             for p in etcd.procs:
-                if p.poll() is None:
-                    p.terminate()
-                    try:
-                        p.wait(timeout=10)
-                    except subprocess.TimeoutExpired:
-                        p.kill()
-                        p.wait(timeout=10)
+                terminate(p, 10)
         shutil.rmtree(work, ignore_errors=True)
 
 

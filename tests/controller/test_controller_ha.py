@@ -523,10 +523,16 @@ def main():
         if lead is not old:
             fail("C: c4 lost its lease before the test could stop it (a starved machine)")
         term_c4 = int(old.plan()["leader_term"])
+        held_before = old.text().count("fault: push of plan")
         r = old.ctl(["link", "leaf1--spine1", "clear"])
         if r.returncode != 0:
             fail("C: link clear: " + r.stderr)
-        time.sleep(0.3)  # c4's passes have checked the lease and wait before their Apply
+        # Stop c4 once its pushes have passed the lease check and wait before their Apply.
+        t_held = time.monotonic()
+        while old.text().count("fault: push of plan") - held_before < GATEWAYS:
+            if time.monotonic() - t_held > 2.5:  # the pushes leave after 3 s
+                fail("C: c4's pushes of the link clear were not held before their Apply")
+            time.sleep(0.02)
         os.kill(old.p.pid, signal.SIGSTOP)
         t_stop = time.time()
         new, dt = wait_new_leader(replicas, old, t_stop)

@@ -390,6 +390,22 @@ def job_rules_present(plan, gateways, job_id):
     return None
 
 
+def write_on_leader(replicas, args, label, exclude=None):
+    """Runs a write (ctl ARGS) on the replica that leads, again on the next leader when a
+    starved leader lost its lease meanwhile. Returns (leader, result, monotonic time of the
+    successful call)."""
+    t0 = time.monotonic()
+    while True:
+        lead = leader_of(replicas, exclude)
+        t = time.monotonic()
+        r = lead.ctl(args) if lead else None
+        if r is not None and "not the leader" not in r.stderr:
+            return lead, r, t
+        if time.monotonic() - t0 > 20 * SLOW:
+            fail(f"{label}: ctl {' '.join(args)}: " + (r.stderr if r else "no leader"))
+        time.sleep(0.1)
+
+
 def wait_leader(replicas, label, timeout):
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
@@ -472,7 +488,7 @@ def main():
             fail("A: the job was acknowledged but the new leader does not have it")
         if present is None:
             log("A: job outcome: refused to its submitter and placed nowhere")
-            r = new.ctl(["submit", "-f", job_path])
+            new, r, _ = write_on_leader(replicas, ["submit", "-f", job_path], "A", leader)
             if r.returncode != 0:
                 fail("A: resubmitting to the new leader: " + r.stderr)
             plan, new = converged(new, gateways, "A (resubmitted)", replicas, leader)
@@ -490,14 +506,15 @@ def main():
         leader = new
 
         # ---- B: SIGKILL during a link-down spread -------------------------------------------
-        term_old = int(leader.plan()["leader_term"])
         seen = {g.name: len(g.pushes()[0]) for g in gateways}
-        r = leader.ctl(["link", "leaf1--spine1", "down"])
+        leader, r, t_write = write_on_leader(replicas, ["link", "leaf1--spine1", "down"], "B")
         if r.returncode != 0:
             fail("B: link down: " + r.stderr)
-        time.sleep(0.45)  # one or two of the four 300 ms-apart pushes done
+        # One or two of the four 300 ms-apart pushes done.
+        time.sleep(max(0.0, 0.45 - (time.monotonic() - t_write)))
         os.kill(leader.p.pid, signal.SIGKILL)
         t_kill = time.time()
+        term_old = int(re.findall(r"etcd: leader \(term (\d+)", leader.text())[-1])
         new, dt = wait_new_leader(replicas, leader, t_kill)
         failovers.append(dt)
         reached = sum(1 for g in gateways
@@ -567,16 +584,9 @@ def main():
             fail("C: the deposed leader's late push was not seen refused")
         # A follower learns of a stored change from its etcd watch: a link set down on the
         # leader shows in the follower's plan.
-        t_try = time.monotonic()
-        while True:  # the leader may have just lost its lease on a starved machine
-            lead = leader_of(replicas)
-            t_set = time.monotonic()
-            r = lead.ctl(["link", "leaf0--spine1", "down"]) if lead else None
-            if r is not None and r.returncode == 0:
-                break
-            if time.monotonic() - t_try > 20 * SLOW:
-                fail("link down on the leader: " + (r.stderr if r else "no leader"))
-            time.sleep(0.1)
+        lead, r, t_set = write_on_leader(replicas, ["link", "leaf0--spine1", "down"], "watch")
+        if r.returncode != 0:
+            fail("link down on the leader: " + r.stderr)
         follower = next(r for r in replicas if r is not lead)
         while True:
             p = follower.plan()

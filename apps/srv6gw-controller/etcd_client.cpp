@@ -68,6 +68,7 @@ std::unique_ptr<EtcdClient> EtcdClient::create(const EtcdOptions& options, std::
     e.channel = grpc::CreateCustomChannel(t, creds, args);
     e.kv = etcdserverpb::KV::NewStub(e.channel);
     e.lease = etcdserverpb::Lease::NewStub(e.channel);
+    e.watch = etcdserverpb::Watch::NewStub(e.channel);
     c->endpoints_.push_back(std::move(e));
   }
   return c;
@@ -143,6 +144,25 @@ grpc::Status EtcdClient::lease_keep_alive(int64_t id, int64_t& ttl_s) {
     }
     return stream->Finish();
   });
+}
+
+grpc::Status EtcdClient::watch(
+    const std::string& key, size_t attempt, grpc::ClientContext& ctx,
+    const std::function<void(const etcdserverpb::WatchResponse&)>& on_response) {
+  Endpoint& e = endpoints_[(current_.load() + attempt) % endpoints_.size()];
+  auto stream = e.watch->Watch(&ctx);
+  etcdserverpb::WatchRequest req;
+  req.mutable_create_request()->set_key(key);
+  if (!stream->Write(req)) return stream->Finish();
+  etcdserverpb::WatchResponse resp;
+  while (stream->Read(&resp)) {
+    on_response(resp);
+    if (resp.canceled()) {
+      ctx.TryCancel();  // etcd ended this watch (compaction, shutdown): Finish would wait
+      break;
+    }
+  }
+  return stream->Finish();
 }
 
 }  // namespace srv6gw::sr_controller

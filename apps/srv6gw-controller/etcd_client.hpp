@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // A small client of etcd's v3 gRPC API (etcdserverpb.KV and Lease, generated at build time
-// from the .proto files Debian installs: apps/srv6gw-controller/etcdpb). Several endpoints:
-// a call that finds one unavailable moves to the next.
+// from the .proto files Debian installs: apps/srv6gw-controller/etcdpb), and its Watch
+// service. Several endpoints: a call that finds one unavailable moves to the next.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,6 +40,15 @@ class EtcdClient {
   // One keep-alive round trip; `ttl_s` 0 = the lease is gone.
   grpc::Status lease_keep_alive(int64_t id, int64_t& ttl_s);
 
+  // Watches one key from now on: `on_response` gets every WatchResponse (the first one says
+  // the watch is created, then one per batch of events) until the stream ends: `ctx`
+  // cancelled (TryCancel from another thread: how the caller stops it), etcd gone or the
+  // watch cancelled by etcd. Blocks until then and returns how the stream ended. `attempt`
+  // picks the endpoint (the current one, then the next ones), so a caller that watches again
+  // after a failure moves on to another member.
+  grpc::Status watch(const std::string& key, size_t attempt, grpc::ClientContext& ctx,
+                     const std::function<void(const etcdserverpb::WatchResponse&)>& on_response);
+
   uint64_t txns() const { return txns_.load(); }
 
  private:
@@ -47,6 +57,7 @@ class EtcdClient {
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<etcdserverpb::KV::Stub> kv;
     std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+    std::unique_ptr<etcdserverpb::Watch::Stub> watch;
   };
   template <class Call>
   grpc::Status call(Call&& c);

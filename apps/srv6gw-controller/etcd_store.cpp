@@ -254,6 +254,10 @@ bool EtcdStore::commit(const cv1::PersistedState& st, std::string& error) {
 }
 
 bool EtcdStore::changed_since_load() {
+  if (watching_.load() && !recheck_.exchange(false)) {
+    std::lock_guard lock(mutex_);
+    return meta_seen_revision_.load() > meta_revision_;
+  }
   etcdserverpb::RangeRequest req;
   req.set_key(key("meta"));
   etcdserverpb::RangeResponse resp;
@@ -282,7 +286,44 @@ bool EtcdStore::start(std::function<void(const Leadership&)> on_change, std::str
   }
   on_change_ = std::move(on_change);
   thread_ = std::thread([this] { run(); });
+  watch_thread_ = std::thread([this] { watch_meta(); });
   return true;
+}
+
+// Keeps a watch on meta open; after a failure, waits half a second and watches again on the
+// next endpoint.
+void EtcdStore::watch_meta() {
+  for (size_t attempt = 0;; ++attempt) {
+    grpc::ClientContext ctx;
+    {
+      std::lock_guard slock(stop_mutex_);
+      if (stopping_) return;
+      std::lock_guard lock(watch_mutex_);
+      watch_ctx_ = &ctx;
+    }
+    auto st = client_->watch(key("meta"), attempt, ctx, [this](const auto& resp) {
+      if (resp.created()) {
+        recheck_ = true;  // before watching_: the first check after it reads etcd
+        watching_ = true;
+        spdlog::info("etcd: watching {} (revision {})", key("meta"), resp.header().revision());
+      }
+      for (const auto& ev : resp.events()) {
+        int64_t seen = meta_seen_revision_.load();
+        while (ev.kv().mod_revision() > seen &&
+               !meta_seen_revision_.compare_exchange_weak(seen, ev.kv().mod_revision())) {
+        }
+      }
+    });
+    watching_ = false;
+    {
+      std::lock_guard lock(watch_mutex_);
+      watch_ctx_ = nullptr;
+    }
+    std::unique_lock slock(stop_mutex_);
+    if (stopping_) return;
+    spdlog::warn("etcd: watch on {} ended: {}; watching again", key("meta"), status_text(st));
+    stop_cv_.wait_for(slock, std::chrono::milliseconds(500), [this] { return stopping_; });
+  }
 }
 
 void EtcdStore::stop() {
@@ -292,7 +333,12 @@ void EtcdStore::stop() {
     stopping_ = true;
   }
   stop_cv_.notify_all();
+  {
+    std::lock_guard lock(watch_mutex_);
+    if (watch_ctx_) watch_ctx_->TryCancel();
+  }
   if (thread_.joinable()) thread_.join();
+  if (watch_thread_.joinable()) watch_thread_.join();
   // Hand over at once instead of letting the others wait out the lease.
   int64_t lease = 0;
   {

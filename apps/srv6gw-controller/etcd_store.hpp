@@ -10,7 +10,8 @@
 //   leader            LeaderRecord JSON, attached to the leader's lease
 // Every commit is one transaction: it succeeds only if `meta` has the revision this replica
 // last read or wrote and the leader key still has this replica's create revision (its term);
-// it writes `meta` and only the keys that changed.
+// it writes `meta` and only the keys that changed. A follower learns of a change from a watch
+// on `meta` (every commit writes it), not by reading etcd over and over.
 #pragma once
 
 #include <atomic>
@@ -53,6 +54,7 @@ class EtcdStore final : public Store {
 
  private:
   void run();
+  void watch_meta();
   void step_down(const std::string& why);
   void notify();
   std::string key(const std::string& k) const { return options_.prefix + k; }
@@ -76,7 +78,15 @@ class EtcdStore final : public Store {
   uint64_t next_sequence_ = 1;
   Counters counters_;
 
-  std::thread thread_;
+  // The watch on meta (watch_meta's thread writes, changed_since_load reads). While the watch
+  // is not established, changed_since_load reads meta from etcd instead.
+  std::atomic<bool> watching_{false};
+  std::atomic<bool> recheck_{false};            // watch (re)created: changes before it are unknown
+  std::atomic<int64_t> meta_seen_revision_{0};  // newest mod revision of meta the watch saw
+  std::mutex watch_mutex_;
+  grpc::ClientContext* watch_ctx_ = nullptr;  // under watch_mutex_: stop() cancels it
+
+  std::thread thread_, watch_thread_;
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;  // under stop_mutex_

@@ -244,6 +244,9 @@ void Reconciler::pass(Gateway& g) {
       break;
     }
     if (options_.fault_delay_before_apply.count() > 0) {
+      // Logged so that a test knows the push is held (it stops the process in the pause).
+      spdlog::info("fault: push of plan {} to {} held {} ms after its lease check (term {})",
+                   version, g.name, options_.fault_delay_before_apply.count(), term);
       std::this_thread::sleep_for(options_.fault_delay_before_apply);
     }
     st = g.client.apply(req, resp, term, version);

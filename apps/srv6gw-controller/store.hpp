@@ -36,7 +36,8 @@ class Store {
   // written, in one transaction that fails when someone else wrote since or this replica
   // no longer leads (error says which): then nothing is written.
   virtual bool commit(const cv1::PersistedState& st, std::string& error) = 0;
-  // Whether the stored state changed since this replica's last load/commit (followers poll).
+  // Whether the stored state changed since this replica's last load/commit (a follower asks
+  // every 100 ms; etcd: answered from a watch on the state, read from etcd only without one).
   virtual bool changed_since_load() = 0;
 
   // Leadership. `on_change` is called from the store's own thread when this replica becomes

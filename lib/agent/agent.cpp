@@ -70,6 +70,20 @@ std::optional<uint64_t> expected_generation(const Request& req) {
   return req.expected_generation();
 }
 
+// Who sent a change, for its log line and its Watch event: the peer, and the controller term
+// and plan version a replicated srv6gw-controller sends along (gateway_client.cpp), so that a
+// gateway's log shows which leader pushed each generation and whose late push it refused.
+std::string origin_of(const grpc::ServerContext& ctx) {
+  std::string origin = ctx.peer();
+  const auto& md = ctx.client_metadata();
+  const auto term = md.find("srv6gw-controller-term");
+  if (term == md.end()) return origin;
+  origin += " (controller term " + std::string(term->second.data(), term->second.size());
+  if (const auto plan = md.find("srv6gw-plan-version"); plan != md.end())
+    origin += ", plan " + std::string(plan->second.data(), plan->second.size());
+  return origin + ")";
+}
+
 }  // namespace
 
 struct Agent::Impl final : public v1::Gateway::Service {
@@ -140,7 +154,7 @@ struct Agent::Impl final : public v1::Gateway::Service {
                            v1::ApplyResponse* resp, double parse_ms) {
     ApplyResult result;
     if (auto refusal = keeper.apply(req->changes(), expected_generation(*req), req->dry_run(),
-                                    ctx->peer(), result, parse_ms))
+                                    origin_of(*ctx), result, parse_ms))
       return to_status(*refusal);
     resp->set_dry_run(req->dry_run());
     to_proto(result.counts, *resp->mutable_counts());
@@ -297,7 +311,7 @@ struct Agent::Impl final : public v1::Gateway::Service {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "this gateway takes no path commands");
     PathStateOutcome out;
     uint64_t generation = 0;
-    if (auto refusal = keeper.set_path_state(cmd, handler, ctx->peer(), out, generation))
+    if (auto refusal = keeper.set_path_state(cmd, handler, origin_of(*ctx), out, generation))
       return to_status(*refusal);
     resp->set_segment_list(out.segment_list);
     resp->set_path_id(out.path_id);
@@ -321,7 +335,7 @@ struct Agent::Impl final : public v1::Gateway::Service {
     EngineParamsResult result;
     const auto edit = [&](engine::Params& p) { return merge_engine_params(req->params(), p); };
     if (auto refusal = keeper.set_engine_params(edit, expected_generation(*req), req->dry_run(),
-                                                ctx->peer(), result))
+                                                origin_of(*ctx), result))
       return to_status(*refusal);
     to_proto(result.params, *resp->mutable_params());
     resp->set_dry_run(req->dry_run());

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // srv6gw-gateway-standin: a cheap stand-in for many srv6gw gateways' agents in one process,
-// for the controller's replica test and fan-out benchmark (docs/controller.md). One gRPC
-// server on one unix socket plays every gateway, told apart by the request authority (the
-// controller sets it to the gateway's name on unix targets). Per gateway it keeps the
-// managed objects and the generation, and enforces Apply's expected_generation exactly as
-// the real agent does (lib/agent/state_keeper.cpp: refused FAILED_PRECONDITION unless it is
-// the running generation; a refused batch changes nothing; a batch applies whole). No data
-// plane, no validation, no persistence.
+// for the controller's fan-out benchmark (docs/controller.md; controller-ha runs real srv6gw
+// daemons). One gRPC server on one unix socket plays every gateway, told apart by the request
+// authority (the controller sets it to the gateway's name on unix targets). Per gateway it keeps
+// the managed objects and the generation, and enforces Apply's expected_generation exactly as the
+// real agent does (lib/agent/state_keeper.cpp: refused FAILED_PRECONDITION unless it is the running
+// generation; a refused batch changes nothing; a batch applies whole). No data plane, no
+// validation, no persistence.
 //
 // It also records which controller leader pushed what (gRPC metadata srv6gw-controller-term
 // and srv6gw-plan-version): a push accepted from an older term after a newer term's push is a

@@ -96,6 +96,7 @@ def main():
         else:
             fl.log(f"{ls.CONTROLLER_BIN} not built: the controller scheme is left out")
         for scheme in schemes:
+            t_scheme = time.monotonic()
             job = None
             if scheme == "controller":
                 t = time.monotonic()
@@ -109,6 +110,8 @@ def main():
                 check_pinned(fab, job, resp, problems)
             else:
                 fab.push_policies(mode=scheme)
+            if fab.wait_paths_up() is None:
+                fl.log(f"paths not in use 15 s after the push: {fab.paths_out}")
             res = fab.run_collective("alltoall", NBYTES, ITERATIONS, QPS, timeout_s=60)
             res["scheme"] = scheme
             fl.log(f"{scheme}: {cl.fmt(res)}")
@@ -120,6 +123,7 @@ def main():
                 if left:
                     problems.append(f"controller: {left} exact rules left after the cancel")
                 fab.stop_controller()
+            fl.log(f"{scheme}: {time.monotonic() - t_scheme:.1f} s")
     finally:
         fab.cleanup()
     fl.log(f"wall time {time.monotonic() - t0:.1f} s")

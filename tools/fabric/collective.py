@@ -92,9 +92,17 @@ def run_matrix(work, schemes, scenarios, collective, nbytes, iterations, qps_per
                     if placing:
                         extra = place_job(fab, f"{collective}-{rnd}-{scenario}", collective,
                                           nbytes, qps_per_peer, scenario, t_change, log)
+                    version = int(fab.controller.plan()["version"]) if placing else 0
                     t = time.monotonic()
                     res = fab.run_collective(collective, nbytes, iterations, qps_per_peer,
                                              dcqcn=dcqcn, seed=1 + rnd)
+                    if placing:
+                        # New plans while the job ran: probe verdicts (a false alarm on the
+                        # loaded machine moves pinned flows to the multipath policy).
+                        extra["plans_during_run"] = int(fab.controller.plan()["version"]) - version
+                        if extra["plans_during_run"]:
+                            log(f"controller: {extra['plans_during_run']} new plans during "
+                                f"the run:\n{fab.controller.tail(1500)}")
                     res.update({"scheme": scheme, "scenario": scenario, "round": rnd,
                                 "wall_s": round(time.monotonic() - t, 2),
                                 "load_avg": os.getloadavg()[0], "settle_s": settle,

@@ -51,64 +51,6 @@ def check_env():
     nl.require_root_and_netns()
 
 
-class Controller:
-    def __init__(self, work, topo, gateways, state):
-        self.sock = os.path.join(work, "controller.sock")
-        self.log_path = os.path.join(work, f"controller-{time.monotonic_ns()}.log")
-        self.f = open(self.log_path, "w")
-        self.p = subprocess.Popen([ls.CONTROLLER_BIN, "run", "--topology", topo, "--gateways",
-                                   gateways, "--state", state, "--listen", "unix:" + self.sock,
-                                   "--resync-ms", "0"],
-                                  stdout=self.f, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 20
-        while not os.path.exists(self.sock):
-            if self.p.poll() is not None or time.monotonic() > deadline:
-                rl.fail(f"controller did not start:\n{self.tail()}")
-            time.sleep(0.05)
-
-    def tail(self, n=4000):
-        with open(self.log_path) as f:
-            return f.read()[-n:]
-
-    def ctl(self, args, check=True, timeout=60):
-        r = subprocess.run([ls.CONTROLLER_BIN, "ctl", "--socket", self.sock] + args,
-                           capture_output=True, text=True, timeout=timeout)
-        if check and r.returncode != 0:
-            rl.fail(f"srv6gw-controller ctl {' '.join(args)}: {r.stderr.strip()}\n{self.tail()}")
-        return r
-
-    def plan(self, objects=False):
-        return json.loads(self.ctl(["plan"] + (["--objects"] if objects else [])).stdout)
-
-    def watch(self, path):
-        f = open(path, "w")
-        return subprocess.Popen([ls.CONTROLLER_BIN, "ctl", "--socket", self.sock, "watch"],
-                                stdout=f, stderr=subprocess.DEVNULL), f
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                rl.fail("controller did not stop on SIGTERM")
-        self.f.close()
-        if self.p.returncode != 0:
-            rl.fail(f"controller exit {self.p.returncode}:\n{self.tail()}")
-
-
-def objects_of(fab, g):
-    """What gateway g runs: {policies: {name: obj}, steering: {id: obj}, local_sids: {sid}}."""
-    out = {}
-    for kind, key in (("policies", "name"), ("steering", "id"), ("local-sids", "sid")):
-        doc = json.loads(fab.ctl(g, ["--json", "list", kind]).stdout)
-        items = doc.get({"policies": "policies", "steering": "rules",
-                         "local-sids": "local_sids"}[kind], [])
-        out[kind] = {str(i[key]): i for i in items}
-    return out
-
-
 def pinned_list_bytes(fab, g):
     """Bytes each segment list of g's pinned policies (named "<policy>:<primary list>") has
     sent, with the local engine's factor and the probe state: {(policy, list): (bytes,
@@ -216,14 +158,14 @@ def main():
 
     # 1. From the topology alone.
     t0 = time.monotonic()
-    ctl = Controller(work, topo, gateways, state)
+    ctl = ls.Controller(work, topo, gateways, state)
     ctl.ctl(["wait-synced", "--timeout", "60"])
     log(f"controller: every gateway in sync {time.monotonic() - t0:.2f} s after start")
     log(ctl.ctl(["status"]).stdout.rstrip())
     plan = ctl.plan(objects=True)
     for gp in plan["gateways"]:
         g = next(x for x in fab.gws if x.host == gp["name"])
-        run = objects_of(fab, g)
+        run = fab.objects(g)
         want_pol = {p["name"] for p in gp.get("desired_policies", [])}
         want_rules = {str(x["id"]) for x in gp.get("desired_steering", [])}
         want_sids = {x["sid"] for x in gp.get("desired_local_sids", [])}
@@ -258,7 +200,7 @@ def main():
         for i in (1, 2, 3):
             if f"L1--S{i}" in pl.get("links", []) or f"S{i}--L1" in pl.get("links", []):
                 planned[i] += 1
-    rules = objects_of(fab, gA1)["steering"]
+    rules = fab.objects(gA1)["steering"]
     pinned = [x for x in rules.values() if "exact" in x]
     log(f"job: {len(resp.get('placements', []))} flows placed, per spine {planned}, max link "
         f"load {resp.get('max_link_load', 0):.4g} s (lower bound {resp.get('lower_bound', 0):.4g}"
@@ -309,7 +251,7 @@ def main():
     fab.stop_receiver(rx)
     ctl.ctl(["cancel", "allreduce-16"])
     ctl.ctl(["wait-synced", "--timeout", "30"])
-    left = [x for x in objects_of(fab, gA1)["steering"].values() if "exact" in x]
+    left = [x for x in fab.objects(gA1)["steering"].values() if "exact" in x]
     log(f"job cancelled: {len(left)} exact rules left on gA1")
     if left:
         problems.append(f"{len(left)} pinned rules left after cancel")
@@ -395,7 +337,7 @@ def main():
 
     # 5. Restart on the state file: nothing to push.
     version = plan["version"]
-    ctl = Controller(work, topo, gateways, state)
+    ctl = ls.Controller(work, topo, gateways, state)
     ctl.ctl(["wait-synced", "--timeout", "30"])
     p2 = ctl.plan()
     pushes = {g["name"]: int(g.get("counters", {}).get("pushes", 0)) for g in p2["gateways"]}

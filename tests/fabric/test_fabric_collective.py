@@ -3,8 +3,10 @@
 # A short AlltoAll on the emulated 4-host fabric (tools/fabric/collective_lib.py, docs/fabric.md
 # "Collectives under DCQCN"): 2 leaves x 3 spines x 2 hosts, four srv6gw daemons, kernel SRv6
 # spines, ECN-marking 20 Mbit/s uplinks; in every host roce-gen's closed-loop mode (DCQCN per
-# QP, RC messages, go-back-N) and roce-sink --rc (ACK/NAK, CNPs). Two schemes, flow (per-QP
-# hashing) and balanced, 2 iterations of 256 KiB per rank each.
+# QP, RC messages, go-back-N) and roce-sink --rc (ACK/NAK, CNPs). Three schemes, flow (per-QP
+# hashing), balanced and controller (srv6gw-controller runs the gateways; the AlltoAll's 12
+# flows are submitted as a job and pinned before it starts), 2 iterations of 256 KiB per rank
+# each. Without a built srv6gw-controller the controller scheme is left out (said so).
 #
 # Asserted, per scheme (numbers printed):
 #  - every rank finished, every message was acknowledged (messages and bytes as planned), and
@@ -13,7 +15,9 @@
 #  - every iteration has a finite CCT, no shorter than the NIC bound (what a rank sends at the
 #    paced line rate);
 #  - retransmissions are accounted for: no more NAKs received than the receivers sent, every
-#    go-back-N resent something, and no retransmission without a NAK or a timeout.
+#    go-back-N resent something, and no retransmission without a NAK or a timeout;
+#  - controller: every flow placed, each gateway runs one exact rule per flow it sources
+#    while the job runs (the rule's DestQP is the one roce-gen uses), none after the cancel.
 # Needs root, network namespaces, clang-14 and libbpf-dev (exits 77 otherwise).
 import os
 import sys
@@ -26,6 +30,7 @@ SRC = os.environ.get("SRV6GW_SRC") or os.path.abspath(
 sys.path.insert(0, os.path.join(SRC, "tools", "fabric"))
 import collective_lib as cl  # noqa: E402
 import fabric_lib as fl  # noqa: E402
+import leafspine_lib as ls  # noqa: E402
 
 NBYTES, ITERATIONS, QPS = 256 * 1024, 2, 1
 
@@ -59,6 +64,23 @@ def check(res, ranks, problems):
         problems.append(f"{name}: senders received {s['cnps']} CNPs, receivers sent {k['cnps']}")
 
 
+def check_pinned(fab, job, resp, problems):
+    """Every flow of the job placed, and each source gateway runs exactly its flows' exact
+    rules (destination, DestQP)."""
+    if len(resp.get("placements", [])) != len(job["flows"]):
+        problems.append(f"controller: {len(resp.get('placements', []))} of "
+                        f"{len(job['flows'])} flows placed")
+    address = {g.host: g.address for g in fab.gws}
+    for g in fab.gws:
+        want = sorted((address[f["dst_host"]], f["dest_qp"]) for f in job["flows"]
+                      if f["src_host"] == g.host)
+        have = sorted((r["exact"]["destination"], int(r["exact"].get("dest_qp", 0)))
+                      for r in fab.objects(g)["steering"].values() if "exact" in r)
+        if have != want:
+            problems.append(f"controller: {g.name} runs exact rules {have}, the job's flows "
+                            f"from it are {want}")
+
+
 def main():
     fl.require_tools()
     t0 = time.monotonic()
@@ -68,12 +90,40 @@ def main():
     try:
         fab.start(engine=False)
         fl.log(f"fabric and 4 gateways up in {time.monotonic() - t0:.1f} s")
-        for scheme in ("flow", "balanced"):
-            fab.push_policies(mode=scheme)
+        schemes = ["flow", "balanced"]
+        if os.access(ls.CONTROLLER_BIN, os.X_OK):
+            schemes.append("controller")
+        else:
+            fl.log(f"{ls.CONTROLLER_BIN} not built: the controller scheme is left out")
+        for scheme in schemes:
+            t_scheme = time.monotonic()
+            job = None
+            if scheme == "controller":
+                t = time.monotonic()
+                fab.start_controller()
+                job = fab.collective_job("ci", "alltoall", NBYTES, QPS)
+                resp, per_spine = fab.submit_job(job)
+                fl.log(f"controller: plan on every gateway, {len(resp.get('placements', []))} "
+                       f"flows pinned in {time.monotonic() - t:.1f} s; cross-leaf flows per "
+                       f"spine {per_spine}, max link load {resp.get('max_link_load', 0):.4g} "
+                       f"(lower bound {resp.get('lower_bound', 0):.4g})")
+                check_pinned(fab, job, resp, problems)
+            else:
+                fab.push_policies(mode=scheme)
+            if fab.wait_paths_up() is None:
+                fl.log(f"paths not in use 15 s after the push: {fab.paths_out}")
             res = fab.run_collective("alltoall", NBYTES, ITERATIONS, QPS, timeout_s=60)
             res["scheme"] = scheme
             fl.log(f"{scheme}: {cl.fmt(res)}")
             check(res, len(fab.gws), problems)
+            if job is not None:
+                fab.cancel_job(job["job_id"])
+                left = sum(1 for g in fab.gws for r in fab.objects(g)["steering"].values()
+                           if "exact" in r)
+                if left:
+                    problems.append(f"controller: {left} exact rules left after the cancel")
+                fab.stop_controller()
+            fl.log(f"{scheme}: {time.monotonic() - t_scheme:.1f} s")
     finally:
         fab.cleanup()
     fl.log(f"wall time {time.monotonic() - t0:.1f} s")

@@ -33,6 +33,13 @@ DCQCN_SCALE = 1e-3
 CNP_GAP_US = 50000  # the notification point's 50 us between CNPs per QP, scaled
 WINDOW = 256  # unacknowledged packets per QP: above the bandwidth-delay product when the
 #               loaded machine stretches the RTT to tens of milliseconds
+DEST_QP_BASE = 0x100  # roce-gen --dest-qp-base: QP i toward rank p is 0x100 + p * QPs + i
+# Path probes: every 20 ms, lost after 200 ms, 3 lost = down (a cut is seen within ~0.3 s).
+# leafspine_lib's 5 ms / 50 ms flapped here: with four busy-polling gateways, the ranks and
+# the sinks on two cores shared with other work (load 15-20), every gateway saw all its
+# far-leaf paths "down" every few seconds (and the engine keeps only the last list in use).
+PROBE = {"interval-us": 20000, "timeout-us": 200000, "loss-threshold": 3,
+         "hold-down-us": 500000}
 RTO_MS = 1000       # retransmission timeout: above the worst queueing delay (400 KB at 4 Mbit/s:
 #                     0.8 s); NCCL sets an RNIC's to 4.096 us x 2^18 = 1.07 s
 
@@ -43,6 +50,9 @@ class CollectiveFabric(ls.LeafSpineFabric):
         # Fabric's marker builder reads these four attributes.
         self.mark_bytes, self.limit_bytes, self._markers = mark_bytes, limit_bytes, {}
         self.traffic = []  # roce-gen / roce-sink processes of the run in progress
+        self.controller = None  # leafspine_lib.Controller while the controller places
+        self.spines_down = set()  # spines the controller's plan had down at the last look
+        self.paths_out = []  # (gateway, policy, list) not in use when wait_paths_up gave up
         super().__init__(work, spines=spines, hosts_per_leaf=hosts_per_leaf, certs=None)
         self.link_mbit = {}
         self._shaped = set()
@@ -58,6 +68,9 @@ class CollectiveFabric(ls.LeafSpineFabric):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        if self.controller is not None and self.controller.p.poll() is None:
+            self.controller.p.kill()
+            self.controller.p.wait()
         super().cleanup()
 
     def tc(self, role, args, check=True):
@@ -105,9 +118,11 @@ class CollectiveFabric(ls.LeafSpineFabric):
         import run
         params = {"enabled": bool(engine), "reflect": True}
         params.update(run.ENGINE_PARAMS)
-        self.start_gateways(engine_params=params)
+        self.start_gateways(engine_params=params, probe=PROBE)
 
-    def push_policies(self, mode="flow", flowlet_gap_us=None):
+    def push_policies(self, mode="flow", flowlet_gap_us=None, replace=False):
+        """Every gateway's policies in `mode`; `replace`: also delete what else runs there
+        (what the controller left: its policies, pinned rules and rule ids)."""
         spines = range(1, self.spines + 1)
         for g in self.gws:
             selection = {"mode": f"SELECTION_MODE_{mode.upper()}"}
@@ -138,10 +153,138 @@ class CollectiveFabric(ls.LeafSpineFabric):
                 changes.append({"upsert_policy": pol})
                 changes.append({"upsert_steering": {"id": 1 + n, "prefix": f"{h.address}/32",
                                                     "policy": name}})
+            if replace:
+                changes = self._replacing(g, changes)
             path = os.path.join(self.work, f"changes-{g.name}.json")
             with open(path, "w") as f:
                 json.dump({"changes": changes}, f, indent=2)
             self.ctl(g, ["apply", "-f", path])
+
+    def wait_paths_up(self, timeout_s=15):
+        """Until every segment list of every gateway is in use (factor > 0: probes up, no
+        engine exclusion). A new policy's probes go down before the far gateway runs its
+        probe SID, and come back after the hold-down: without this wait a run right after
+        a push or a repaired cut starts on whatever lists the probes left. Returns the
+        seconds it took, or None at the timeout."""
+        t0 = time.monotonic()
+        while True:
+            out = []
+            for g in self.gws:
+                doc = json.loads(self.ctl(g, ["--json", "stats"]).stdout)
+                out += [(g.name, p["name"], x.get("segment_list")) for p in
+                        doc.get("policies", []) for x in p.get("paths", [])
+                        if float(x.get("factor", 0)) <= 0]
+            if not out:
+                return time.monotonic() - t0
+            if time.monotonic() - t0 > timeout_s:
+                self.paths_out = out
+                return None
+            time.sleep(0.1)
+
+    def _replacing(self, g, changes):
+        """`changes` with deletes of every object on g they do not upsert: stale rules
+        first (a policy a rule steers to cannot go before the rule), stale policies and
+        local SIDs last."""
+        keep = {"policies": set(), "steering": set(), "local-sids": set()}
+        for c in changes:
+            for kind, (field, key) in {"policies": ("upsert_policy", "name"),
+                                       "steering": ("upsert_steering", "id"),
+                                       "local-sids": ("upsert_local_sid", "sid")}.items():
+                if field in c:
+                    keep[kind].add(str(c[field][key]))
+        running = self.objects(g)
+        first = [{"delete_steering": int(i)} for i in running["steering"]
+                 if i not in keep["steering"]]
+        last = [{"delete_policy": n} for n in running["policies"] if n not in keep["policies"]]
+        last += [{"delete_local_sid": sid} for sid in running["local-sids"]
+                 if sid not in keep["local-sids"]]
+        return first + changes + last
+
+    # -- the controller's placement --------------------------------------------------------
+    def start_controller(self):
+        """srv6gw-controller over this fabric (docs/controller.md): the topology with the
+        shaped capacities (uplinks at their rate, hosts at the NIC's), every gateway probing
+        its far-leaf paths as in push_policies, agents on unix sockets. Returns once every
+        gateway runs the controller's plan (its objects replace whatever ran there)."""
+        topo = os.path.join(self.work, "controller-topology.json")
+        with open(topo, "w") as f:
+            json.dump(self.topology_json(link_gbps=self.link_mbit[("L1", 1)] / 1000,
+                                         host_gbps=LINE_MBIT / 1000), f, indent=2)
+        gateways = os.path.join(self.work, "controller-gateways.json")
+        with open(gateways, "w") as f:
+            json.dump({"gateways": [{"name": g.host, "probe": g is self.gws[0]}
+                                    for g in self.gws]}, f)
+        state = os.path.join(self.work, f"controller-state-{time.monotonic_ns()}.json")
+        self.controller = ls.Controller(self.work, topo, gateways, state)
+        self.controller.ctl(["wait-synced", "--timeout", "60"])
+        if self.wait_links() is None:
+            rl.fail(f"spines {sorted(self.spines_down)} still down in the controller's plan "
+                    f"15 s after its start:\n{self.controller.tail()}")
+
+    def stop_controller(self):
+        """The controller stopped; its objects stay on the gateways until replaced."""
+        c, self.controller = self.controller, None
+        if c is not None:
+            c.stop()
+
+    def collective_job(self, job_id, collective, nbytes, qps_per_peer):
+        """The collective's flows as a controller job: one flow per QP that carries data
+        (roce-gen's DestQP numbering: 0x100 + peer * qps_per_peer + i, the same number at
+        both ends), with the bytes it carries per iteration. AlltoAll: every rank to every
+        other; ring AllReduce: each rank to the next, 2(n-1) chunks."""
+        n = len(self.gws)
+        chunk = nbytes // n
+        flows = []
+        for r, g in enumerate(self.gws):
+            if collective == "alltoall":
+                peers, per_peer = [(r + k) % n for k in range(1, n)], chunk
+            else:
+                peers, per_peer = [(r + 1) % n], 2 * (n - 1) * chunk
+            for p in peers:
+                for i in range(qps_per_peer):
+                    flows.append({"src_host": g.host, "dst_host": self.gws[p].host,
+                                  "dest_qp": DEST_QP_BASE + p * qps_per_peer + i,
+                                  "bytes": max(1, per_peer // qps_per_peer)})
+        return {"job_id": job_id, "flows": flows}
+
+    def submit_job(self, job):
+        """Place `job` and wait until every gateway runs its pinned rules. Returns the
+        controller's answer and the cross-leaf flows placed per spine {i: flows}."""
+        path = os.path.join(self.work, f"job-{job['job_id']}.json")
+        with open(path, "w") as f:
+            json.dump(job, f)
+        resp = json.loads(self.controller.ctl(["submit", "-f", path]).stdout)
+        self.controller.ctl(["wait-synced", "--timeout", "60"])
+        per_spine = {}
+        for pl in resp.get("placements", []):
+            for i in range(1, self.spines + 1):
+                if any(f"S{i}" in link.split("--") for link in pl.get("links", [])):
+                    per_spine[i] = per_spine.get(i, 0) + 1
+        return resp, per_spine
+
+    def cancel_job(self, job_id):
+        self.controller.ctl(["cancel", job_id])
+        self.controller.ctl(["wait-synced", "--timeout", "60"])
+
+    def wait_links(self, down_spines=(), timeout_s=15):
+        """Until the links the controller's plan has down (inferred from the gateways' probes)
+        are exactly those of the spines `down_spines`, and every gateway runs that plan.
+        Returns the seconds it took, or None at the timeout (the spines down then are in
+        self.spines_down). Needed after a start too: the gateways begin probing a new plan's
+        paths before the far gateways run its probe SIDs, and the controller takes the
+        spines those probe-downs point at out until their probe-ups (hold-down 0.5 s)."""
+        t0 = time.monotonic()
+        want = set(down_spines)
+        while True:
+            links = self.controller.plan().get("links", [])
+            self.spines_down = {i for i in range(1, self.spines + 1) for x in links
+                                if not x.get("up", False) and f"S{i}" in x["link"].split("--")}
+            if self.spines_down == want:
+                self.controller.ctl(["wait-synced", "--timeout", "60"])
+                return time.monotonic() - t0
+            if time.monotonic() - t0 > timeout_s:
+                return None
+            time.sleep(0.05)
 
     # -- one collective run --------------------------------------------------------------
     def run_collective(self, collective="alltoall", nbytes=1 << 20, iterations=3,
@@ -182,6 +325,7 @@ class CollectiveFabric(ls.LeafSpineFabric):
                    "--iterations", str(iterations), "--qps-per-peer", str(qps_per_peer),
                    "--line-rate-mbps", str(LINE_MBIT), "--dcqcn-scale", str(DCQCN_SCALE),
                    "--rto-ms", str(RTO_MS), "--window", str(WINDOW),
+                   "--dest-qp-base", str(DEST_QP_BASE),
                    "--barrier-dir", barrier, "--size", "1024",
                    "--seed", str(seed), "--src-mac", self.mac(g.host, "eth0"),
                    "--dst-mac", self.mac(g.name, "host0"), "--report-json", report,

@@ -167,7 +167,8 @@ class LeafSpineFabric(fl.NamespacePlumbing):
         return out
 
     # -- topology for lib/pathalg ------------------------------------------------------------
-    def topology_json(self, link_gbps=100):
+    def topology_json(self, link_gbps=100, host_gbps=None):
+        """host_gbps: the hosts' access links (default link_gbps)."""
         switches = [{"name": "L1", "role": "leaf"}, {"name": "L2", "role": "leaf"}] + \
             [{"name": f"S{i}", "role": "spine", "sid": spine_sid(i)}
              for i in range(1, self.spines + 1)]
@@ -175,7 +176,8 @@ class LeafSpineFabric(fl.NamespacePlumbing):
             "source-address": g.source, "locator": g.locator, "decap-sid": g.dx4,
             "decap-behavior": "end-dx4", "probe-sid": g.probe_sid,
             "agent": g.agent if self.certs else "unix:" + self.sock(g)}} for g in self.gws]
-        links = [{"a": g.host, "b": g.leaf, "member-gbps": str(link_gbps)} for g in self.gws]
+        links = [{"a": g.host, "b": g.leaf, "member-gbps": str(host_gbps or link_gbps)}
+                 for g in self.gws]
         for i in range(1, self.spines + 1):
             links += [{"a": "L1", "b": f"S{i}", "member-gbps": str(link_gbps)},
                       {"a": f"S{i}", "b": "L2", "member-gbps": str(link_gbps)}]
@@ -191,9 +193,10 @@ class LeafSpineFabric(fl.NamespacePlumbing):
     def sock(self, g):
         return os.path.join(self.work, f"{g.name}.sock")
 
-    def start_gateways(self, engine_params=None):
-        """Every gateway with ports, addresses, probe timing and engine settings only (the
-        controller pushes the rest). Workers alternate between lcores 1 and 0."""
+    def start_gateways(self, engine_params=None, probe=None):
+        """Every gateway with ports, addresses, probe timing (`probe`, default PROBE) and
+        engine settings only (the controller pushes the rest). Workers alternate between
+        lcores 1 and 0."""
         for n, g in enumerate(self.gws):
             eng = {"enabled": True}
             eng.update(engine_params or {})
@@ -203,7 +206,7 @@ class LeafSpineFabric(fl.NamespacePlumbing):
                           "host-mac": self.mac(g.host, "eth0")},
                 "source-address": g.source,
                 "engine": eng,
-                "probe": PROBE,
+                "probe": probe or PROBE,
                 "actions": {"steering-miss": "drop", "non-roce": "drop",
                             "fabric-non-sid": "drop"},
                 "stats-interval-ms": 0,
@@ -245,6 +248,17 @@ class LeafSpineFabric(fl.NamespacePlumbing):
         if check and r.returncode != 0:
             rl.fail(f"srv6gw-ctl {' '.join(args)} on {g.name}: {r.stderr.strip()}")
         return r
+
+    def objects(self, g):
+        """What gateway g runs: {policies: {name: obj}, steering: {id: obj}, local-sids:
+        {sid: obj}}."""
+        out = {}
+        for kind, key in (("policies", "name"), ("steering", "id"), ("local-sids", "sid")):
+            doc = json.loads(self.ctl(g, ["--json", "list", kind]).stdout)
+            items = doc.get({"policies": "policies", "steering": "rules",
+                             "local-sids": "local_sids"}[kind], [])
+            out[kind] = {str(i[key]): i for i in items}
+        return out
 
     def stop_gateways(self):
         for name, d in list(self.daemons.items()):
@@ -317,3 +331,54 @@ class LeafSpineFabric(fl.NamespacePlumbing):
             subprocess.run(["ip", "link", "del", self.root_links.pop()], capture_output=True)
         while self.created:
             subprocess.run(["ip", "netns", "del", self.created.pop()], capture_output=True)
+
+
+class Controller:
+    """srv6gw-controller in the root namespace on a topology and gateways file, its API on a
+    unix socket in `work` (docs/controller.md)."""
+
+    def __init__(self, work, topo, gateways, state):
+        self.sock = os.path.join(work, "controller.sock")
+        self.log_path = os.path.join(work, f"controller-{time.monotonic_ns()}.log")
+        self.f = open(self.log_path, "w")
+        self.p = subprocess.Popen([CONTROLLER_BIN, "run", "--topology", topo, "--gateways",
+                                   gateways, "--state", state, "--listen", "unix:" + self.sock,
+                                   "--resync-ms", "0"],
+                                  stdout=self.f, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 20
+        while not os.path.exists(self.sock):
+            if self.p.poll() is not None or time.monotonic() > deadline:
+                rl.fail(f"controller did not start:\n{self.tail()}")
+            time.sleep(0.05)
+
+    def tail(self, n=4000):
+        with open(self.log_path) as f:
+            return f.read()[-n:]
+
+    def ctl(self, args, check=True, timeout=60):
+        r = subprocess.run([CONTROLLER_BIN, "ctl", "--socket", self.sock] + args,
+                           capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            rl.fail(f"srv6gw-controller ctl {' '.join(args)}: {r.stderr.strip()}\n{self.tail()}")
+        return r
+
+    def plan(self, objects=False):
+        return json.loads(self.ctl(["plan"] + (["--objects"] if objects else [])).stdout)
+
+    def watch(self, path):
+        f = open(path, "w")
+        return subprocess.Popen([CONTROLLER_BIN, "ctl", "--socket", self.sock, "watch"],
+                                stdout=f, stderr=subprocess.DEVNULL), f
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+                rl.fail("controller did not stop on SIGTERM")
+        self.f.close()
+        if self.p.returncode != 0:
+            rl.fail(f"controller exit {self.p.returncode}:\n{self.tail()}")

@@ -102,6 +102,7 @@ struct Agent::Impl final : public v1::Gateway::Service {
   Impl(const AgentOptions& o, StateSink& s, const config::GatewayConfig& running,
        uint64_t generation, const StateExtras& extras)
       : options(o), sink(s), keeper(o.state_path, s, bus, running, generation, extras) {
+    keeper.set_journal_min_bytes(o.journal_min_bytes);
     // Apply takes its request as bytes and parses it itself, into an arena (ApplyFromWire):
     // the generated handler would parse a 100k-change batch into ~500k heap objects and free
     // them one by one after the response. Index 0 is Apply, the first method of the service

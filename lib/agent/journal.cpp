@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 
 #include "agent/convert.hpp"
 #include "agent/file_io.hpp"
@@ -345,7 +346,18 @@ std::string replay_record(const JournalRecord& r, AgentState& state, StateExtras
   return "";
 }
 
-std::unique_ptr<JournalWriter> JournalWriter::create(const std::string& path, std::string& error) {
+namespace {
+std::mutex sync_observer_mutex;
+SyncObserver sync_observer;  // guarded by sync_observer_mutex
+}  // namespace
+
+void set_sync_observer(SyncObserver observer) {
+  std::lock_guard lock(sync_observer_mutex);
+  sync_observer = std::move(observer);
+}
+
+std::unique_ptr<JournalWriter> JournalWriter::create(const std::string& path, std::string& error,
+                                                     std::string_view records) {
   const std::filesystem::path target(path);
   const std::filesystem::path dir =
       target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
@@ -356,7 +368,7 @@ std::unique_ptr<JournalWriter> JournalWriter::create(const std::string& path, st
     return nullptr;
   }
   const std::string head = header_line();
-  if (!write_all(fd, head) || ::fsync(fd) != 0) {
+  if (!write_all(fd, head) || !write_all(fd, records) || ::fsync(fd) != 0) {
     error = errno_text("cannot write", tmp);
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -375,12 +387,12 @@ std::unique_ptr<JournalWriter> JournalWriter::create(const std::string& path, st
     return nullptr;
   }
   ::close(dfd);
-  return open(path, head.size(), error);
+  return open(path, head.size() + records.size(), error);
 }
 
 std::unique_ptr<JournalWriter> JournalWriter::open(const std::string& path, size_t good_bytes,
                                                    std::string& error) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) {
     error = errno_text("cannot open", path);
     return nullptr;
@@ -410,29 +422,66 @@ JournalWriter::~JournalWriter() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-std::string JournalWriter::append(std::string_view framed) {
-  if (broken_) return path_ + ": the journal needs replacing after an earlier failure";
-  std::string why;
-  if (!write_all(fd_, framed)) {
-    why = errno_text("cannot write", path_);
-  } else if (::fdatasync(fd_) != 0) {
-    why = errno_text("cannot fdatasync", path_);
-  } else {
-    // Written to a file nobody can find again (the directory was removed or replaced) is not
-    // persisted.
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0 || st.st_nlink == 0) {
-      why = path_ + ": the journal file was removed";
-      broken_ = true;
-      return why;
-    }
+std::string JournalWriter::write(std::string_view framed) {
+  if (broken()) return path_ + ": the journal needs replacing after an earlier failure";
+  if (write_all(fd_, framed)) {
     bytes_ += framed.size();
     return "";
   }
-  // Cut back what was written, so that the next record follows the last acknowledged one.
-  if (::ftruncate(fd_, off_t(bytes_)) != 0 || ::lseek(fd_, off_t(bytes_), SEEK_SET) < 0 ||
-      ::fdatasync(fd_) != 0)
+  std::string why = errno_text("cannot write", path_);
+  // Cut back what was written, so that the next record follows the last one written whole.
+  if (::ftruncate(fd_, off_t(bytes())) != 0 || ::lseek(fd_, off_t(bytes()), SEEK_SET) < 0)
     broken_ = true;
+  return why;
+}
+
+std::string JournalWriter::sync() {
+  if (broken()) return path_ + ": the journal needs replacing after an earlier failure";
+  // Every record counted in bytes_ was written whole before this fdatasync started.
+  const size_t covered = bytes();
+  if (::fdatasync(fd_) != 0) return errno_text("cannot fdatasync", path_);
+  // Written to a file nobody can find again (the directory was removed or replaced) is not
+  // persisted.
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || st.st_nlink == 0) {
+    broken_ = true;
+    return path_ + ": the journal file was removed";
+  }
+  std::lock_guard lock(sync_observer_mutex);
+  if (sync_observer) sync_observer(path_, covered);
+  return "";
+}
+
+std::string JournalWriter::cut_back(size_t bytes) {
+  if (::ftruncate(fd_, off_t(bytes)) != 0 || ::lseek(fd_, off_t(bytes), SEEK_SET) < 0 ||
+      ::fdatasync(fd_) != 0) {
+    broken_ = true;
+    return errno_text("cannot cut back", path_);
+  }
+  bytes_ = bytes;
+  return "";
+}
+
+std::optional<std::string> JournalWriter::read_from(size_t from, std::string& error) const {
+  std::string out(bytes() - std::min(from, bytes()), '\0');
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::pread(fd_, out.data() + done, out.size() - done, off_t(from + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      error = n < 0 ? errno_text("cannot read", path_) : path_ + ": shorter than written";
+      return std::nullopt;
+    }
+    done += size_t(n);
+  }
+  return out;
+}
+
+std::string JournalWriter::append(std::string_view framed) {
+  const size_t before = bytes();
+  if (auto why = write(framed); !why.empty()) return why;
+  auto why = sync();
+  if (!why.empty() && !broken()) cut_back(before);
   return why;
 }
 

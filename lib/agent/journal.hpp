@@ -20,15 +20,21 @@
 //                   (every field; set over gRPC); paths down: u32 count, then per path u16 path
 //                   id, u16 length + policy, u16 length + segment list (the whole new list).
 // Sequences are consecutive. A record is appended with one write() and fdatasync'ed before the
-// change is acknowledged, so only the last record can be incomplete after a crash: a record
-// that runs past the end of the file, or whose body fails its CRC and ends the file, is a torn
-// tail (never acknowledged) and dropped. A bad record followed by more data, a header that
+// change is acknowledged (one fdatasync may cover the records of several concurrent changes:
+// group commit), so only the records after the last sync can be incomplete after a crash: a
+// record that runs past the end of the file, or whose body fails its CRC and ends the file, is
+// a torn tail (never acknowledged) and dropped. (Unsynced records whose pages reached the disk
+// out of order could show as a bad record followed by good ones: that reads as corruption,
+// restores every record before it, all acknowledged ones included, and raises a needless
+// alarm; no acknowledged change is lost.) A bad record followed by more data, a header that
 // fails its CRC over non-zero bytes, or a gap in the sequences is corruption: the records
 // before it are good, those after it are not used.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,12 +88,21 @@ std::optional<JournalContents> read_journal(const std::string& path, uint64_t af
 // record cannot be applied.
 std::string replay_record(const JournalRecord& record, AgentState& state, StateExtras& extras);
 
-// The open journal of a running agent.
+// Called by JournalWriter::sync() once `bytes` bytes of `path` are durable (tests: the image a
+// crash at that moment would leave). Unset in the daemon; set it before starting a keeper.
+using SyncObserver = std::function<void(const std::string& path, size_t bytes)>;
+void set_sync_observer(SyncObserver observer);
+
+// The open journal of a running agent. write() and cut_back() are called by one thread at a
+// time (the keeper's apply lock); sync() may run on another thread at the same time (group
+// commit: one fdatasync covers every record written before it started).
 class JournalWriter {
  public:
-  // A new, empty journal at `path` (written beside it and renamed over it, so that an old
-  // journal is replaced whole). nullptr + `error` on failure.
-  static std::unique_ptr<JournalWriter> create(const std::string& path, std::string& error);
+  // A new journal at `path` holding `records` (framed, possibly none), written beside it,
+  // fsync'ed and renamed over it, so that an old journal is replaced whole. nullptr + `error`
+  // on failure.
+  static std::unique_ptr<JournalWriter> create(const std::string& path, std::string& error,
+                                               std::string_view records = {});
   // The existing journal at `path`, appending at `good_bytes` (a torn tail is cut off first).
   static std::unique_ptr<JournalWriter> open(const std::string& path, size_t good_bytes,
                                              std::string& error);
@@ -95,21 +110,31 @@ class JournalWriter {
   JournalWriter(const JournalWriter&) = delete;
   JournalWriter& operator=(const JournalWriter&) = delete;
 
-  // Writes the framed record and waits until it is durable (fdatasync). On failure the file is
-  // cut back to where it was; `broken()` is true when even that failed (or the file was
-  // removed): the journal must then be replaced (a new snapshot and a new journal).
+  // Writes the framed record and waits until it is durable (write() + sync(); on a sync
+  // failure the file is cut back to where it was). `broken()` is true when even that failed
+  // (or the file was removed): the journal must then be replaced (a new snapshot and a new
+  // journal).
   std::string append(std::string_view framed);
-  size_t bytes() const { return bytes_; }
-  bool has_records() const { return bytes_ > kJournalFormat.size() + 1; }
-  bool broken() const { return broken_; }
+  // Writes the framed record without waiting (cut back on failure).
+  std::string write(std::string_view framed);
+  // Makes every record written before the call durable (fdatasync); "" or why not.
+  std::string sync();
+  // Cuts the file back to `bytes` (records written but not durable, being rolled back).
+  std::string cut_back(size_t bytes);
+  // The bytes from `from` to the end (the records a compaction carries to a new journal).
+  std::optional<std::string> read_from(size_t from, std::string& error) const;
+  size_t bytes() const { return bytes_.load(); }
+  bool has_records() const { return bytes() > kJournalFormat.size() + 1; }
+  bool broken() const { return broken_.load(); }
 
  private:
   JournalWriter(int fd, std::string path, size_t bytes)
       : fd_(fd), path_(std::move(path)), bytes_(bytes) {}
   int fd_ = -1;
   std::string path_;
-  size_t bytes_ = 0;
-  bool broken_ = false;
+  // Written by write()/cut_back() (apply lock), read by sync() on any thread.
+  std::atomic<size_t> bytes_{0};
+  std::atomic<bool> broken_{false};
 };
 
 }  // namespace srv6gw::agent

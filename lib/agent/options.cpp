@@ -43,6 +43,13 @@ void add_agent_options(CLI::App& app, AgentOptions& o) {
       ->type_name("N")
       ->check(CLI::Range(4u, 2047u).description(""))
       ->group(group);
+  app.add_option_function<unsigned>(
+         "--agent-journal-kb", [&o](const unsigned& kb) { o.journal_min_bytes = size_t(kb) << 10; },
+         "compact the journal (a new snapshot, in the background) once it passes this many "
+         "KiB and the snapshot's size (default 16384)")
+      ->type_name("N")
+      ->check(CLI::Range(1u, 16u << 20).description(""))
+      ->group(group);
   app.add_flag_callback(
          "--no-agent", [&o] { o.enabled = false; }, "no gRPC agent")
       ->disable_flag_override()

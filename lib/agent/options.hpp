@@ -28,7 +28,9 @@ struct AgentOptions {
   bool insecure_tcp = false;  // --agent-insecure-tcp: plain TCP, no authentication (labs only)
   std::string state_path = kDefaultStatePath;  // --agent-state FILE | none
   size_t max_message_bytes = 512u << 20;       // --agent-max-message-mb
-  unsigned max_watchers = 64;                  // concurrent WatchEvents streams
+  // The journal is compacted (a new snapshot) when it passes max(this, the snapshot's size).
+  size_t journal_min_bytes = size_t(16) << 20;  // --agent-journal-kb
+  unsigned max_watchers = 64;                   // concurrent WatchEvents streams
 };
 
 // Adds --agent-*, --no-agent to `app` (option group "gRPC agent"); parsing fills `options`.

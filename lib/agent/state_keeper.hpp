@@ -6,21 +6,36 @@
 //   publish the new state -> event
 //
 // Persisting appends the change (its net change set) to the journal and waits for it to be
-// durable: O(change). When the journal outgrows the snapshot (the state file, O(state)) a new
-// snapshot is written and the journal restarts (journal.hpp); a snapshot is also written for
-// the first change when there is none, and when the journal could not be written.
+// durable: O(change). Group commit: an Apply writes its record and publishes its state under
+// the apply lock, then waits for durability without it; the first waiter runs one fdatasync
+// for every record written so far while the next Applies write theirs. No Apply is answered
+// (nor its event published) before its record is durable; readers (List, Get) may see a state
+// whose record is being synced. When a sync fails, every change not yet durable is rolled
+// back (state, data plane, journal) and refused. Engine parameters, path states and changes
+// persisted by a snapshot first wait for the records before them, then persist on their own.
+//
+// When the journal outgrows the snapshot (the state file, O(state)) a new snapshot is written
+// in the background, from the published (immutable) state once its records are durable, and
+// the journal restarts with the records written since (journal.hpp): no change waits for a
+// whole snapshot. A crash at any step leaves a snapshot and a journal that give the state
+// (the snapshot's journal-sequence says which records it includes). A snapshot is written
+// synchronously for the first change when there is none, when the journal could not be
+// written, and at a clean stop (compact()).
 //
 // No gRPC here: the server (agent.cpp) decodes a request, calls one of these and encodes the
 // answer; tests/agent/test_state_keeper.cpp drives them directly with a fake sink.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "agent/batch.hpp"
 #include "agent/config_index.hpp"
@@ -106,10 +121,15 @@ class StateKeeper {
                                         const PathStateHandler& handler, const std::string& origin,
                                         PathStateOutcome& outcome, uint64_t& generation);
 
-  // Writes a snapshot of the running state and restarts the journal, when the journal has
-  // records (Agent::stop: a cleanly stopped gateway leaves one compact state file). "" or why
-  // not.
+  // Waits for a background compaction, then writes a snapshot of the running state and
+  // restarts the journal, when the journal has records (Agent::stop: a cleanly stopped
+  // gateway leaves one compact state file). No background compaction starts afterwards.
+  // "" or why not.
   std::string compact();
+  // Returns once no background compaction runs (tests: the files are then not being
+  // renamed under a reader).
+  void wait_background_compaction();
+  ~StateKeeper();
 
   // A new snapshot is written when the journal passes max(this, the snapshot's size)
   // (default 16 MiB).
@@ -117,7 +137,9 @@ class StateKeeper {
 
   struct PersistCounts {
     uint64_t records = 0;    // journal records appended
-    uint64_t snapshots = 0;  // snapshots written
+    uint64_t syncs = 0;      // fdatasyncs that made records durable (group commit: <= records)
+    uint64_t snapshots = 0;  // snapshots written (in the background or not)
+    uint64_t background_snapshots = 0;
     size_t journal_bytes = 0;
     size_t snapshot_bytes = 0;
   };
@@ -140,8 +162,12 @@ class StateKeeper {
     std::function<std::optional<Refusal>(StateExtras&)> run;
     // Undoes run() when the state file cannot be written.
     std::function<void()> undo;
-    // Makes the change the published state (after it is persisted).
+    // Makes the change the published state (after it is persisted, or written to the journal
+    // for a group commit).
     std::function<void()> publish;
+    // The change set that undoes the change (Apply; unset: the change is persisted before it
+    // is published, without group commit).
+    std::function<Changeset()> inverse;
     std::optional<Event> event;  // published last, stamped with `generation`
     std::string what;            // "generation 4", "policy 'p' path id 3 down" (log)
     std::string undoing;         // "rolling back" (log)
@@ -151,10 +177,31 @@ class StateKeeper {
   struct StepTimes {
     double run_ms = 0, persist_ms = 0, publish_ms = 0;
   };
-  // The commit step. Called under apply_mutex_.
-  std::optional<Refusal> commit(Step& step, StepTimes* times = nullptr);
+  // The commit step. Called under apply_mutex_. A group commit (step.inverse set, a journal
+  // open) returns with the record written and the state published: `ticket` is what to pass
+  // to wait_durable() once apply_mutex_ is released (0: persisted already, or not at all).
+  std::optional<Refusal> commit(Step& step, StepTimes* times = nullptr, uint64_t* ticket = nullptr);
+  // Group commit. Returns once the record of `ticket` is durable ("") or rolled back (why).
+  // `apply_locked`: the caller holds apply_mutex_.
+  std::string wait_durable(uint64_t ticket, bool apply_locked);
+  // Under apply_mutex_: every record written so far made durable, or rolled back.
+  std::string settle();
+  // Under apply_mutex_: after a failed sync, undoes every change not yet durable.
+  void roll_back_pending();
+  // Under group_mutex_: records up to `ticket` are durable; their events go out in order.
+  void mark_durable(uint64_t ticket);
+  // Replaces the journal (under apply_mutex_).
+  void set_journal(std::shared_ptr<JournalWriter> journal);
+  // Starts a background compaction when the journal passed its bound (under apply_mutex_).
+  void maybe_compact_in_background();
+  struct Compaction;
+  void run_compaction(Compaction c);
   // Persists a step (journal record, or snapshot); "" or why not. Under apply_mutex_.
-  std::string persist(const Step& step, const StateExtras& next_extras);
+  // `group`: the record is written, not synced (the caller waits with wait_durable()).
+  std::string persist(const Step& step, const StateExtras& next_extras, bool group);
+  // Under apply_mutex_, before a change: rolls back after a failed sync; unless the change
+  // can be group-committed, waits for every record written so far.
+  void before_change(bool group);
   // A snapshot of this state including every record so far, then an empty journal.
   std::string write_snapshot(const config::GatewayConfig& cfg, uint64_t generation,
                              const StateExtras& extras);
@@ -190,11 +237,42 @@ class StateKeeper {
   // Persistence (under apply_mutex_). `journal_` null or `needs_snapshot_`: the next change is
   // persisted as a snapshot. `next_sequence_` is above every record of any journal file that
   // may still be read beside the snapshot.
-  std::unique_ptr<JournalWriter> journal_;
+  // journal_ is replaced under apply_mutex_ and group_mutex_, read under either.
+  std::shared_ptr<JournalWriter> journal_;
   bool needs_snapshot_ = true;
   uint64_t next_sequence_ = 1;
   size_t journal_min_bytes_ = size_t(16) << 20;
-  PersistCounts counts_;
+  PersistCounts counts_;  // under apply_mutex_, but `syncs` under group_mutex_
+
+  // Group commit: changes written to the journal, published, not yet durable.
+  struct PendingChange {
+    uint64_t ticket = 0;  // in write order, never reused
+    uint64_t sequence = 0;
+    uint64_t generation = 0;
+    size_t journal_offset = 0;  // where its record starts
+    Changeset inverse;          // turns the state after it into the one before
+    StateExtras extras_before;
+    std::optional<Event> event;  // published once durable
+  };
+  std::mutex group_mutex_;  // after apply_mutex_ when both are taken
+  std::condition_variable group_cv_;
+  // Under group_mutex_ (next_ticket_: apply_mutex_).
+  std::deque<PendingChange> pending_;
+  uint64_t next_ticket_ = 1;
+  uint64_t written_ticket_ = 0, durable_ticket_ = 0, failed_ticket_ = 0;
+  std::string failure_;       // why the changes up to failed_ticket_ were rolled back
+  std::string sync_failure_;  // a sync failed: roll back before syncing again
+  bool syncing_ = false;
+
+  // Background compaction. Under apply_mutex_ but snapshot_epoch_ (snapshot_mutex_, which
+  // serialises every snapshot write, taken after apply_mutex_ when both are).
+  std::mutex snapshot_mutex_;
+  uint64_t snapshot_epoch_ = 0;  // snapshots written: a background one older than the
+                                 // latest is not renamed over it
+  std::thread compactor_;
+  bool compacting_ = false;
+  bool stopping_ = false;
+  const AgentState* compaction_view_ = nullptr;  // the state being written (take_spare)
 };
 
 }  // namespace srv6gw::agent

@@ -5,7 +5,10 @@
 // last record at every byte offset is dropped and the journal continues after it; a checksum
 // failure at the tail is a torn record, before the tail it is corruption, kept aside loudly
 // with the state up to it restored; a format-1 state file (before the journal) is read and
-// continued.
+// continued. Group commit: concurrent Applies share fdatasyncs and none is answered before
+// its record is durable (checked against the image a crash at each sync would leave); a
+// failed sync rolls back every change not yet durable. Background compaction during a
+// stream of concurrent Applies.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "agent/convert.hpp"
@@ -158,6 +162,7 @@ class JournalTest : public ::testing::Test {
 
   void expect_persisted_equals_running(StateKeeper& keeper, const FakeEngine& eng,
                                        const std::string& when) {
+    keeper.wait_background_compaction();  // the files are not renamed while read
     const PersistedState file = persisted();
     const auto running = keeper.snapshot();
     const Comparable want = comparable(running->config, running->generation);
@@ -198,8 +203,9 @@ TEST_F(JournalTest, ReplayEqualsTheRunningStateThroughRandomChangesAndCompaction
       EXPECT_EQ(counts.snapshots, 1u);
       EXPECT_GE(counts.records + 1, uint64_t(applied) - 20);  // path up/down no-ops aside
     } else {
-      // The journal passed the snapshot's size many times: compacted during the stream.
+      // The journal passed the snapshot's size many times: compacted in the background.
       EXPECT_GT(counts.snapshots, 3u);
+      EXPECT_EQ(counts.background_snapshots + 1, counts.snapshots);
     }
     // A snapshot alone (the journal emptied) gives the same state as snapshot + replay.
     const PersistedState before = persisted();
@@ -219,6 +225,174 @@ TEST_F(JournalTest, ReplayEqualsTheRunningStateThroughRandomChangesAndCompaction
       if (HasFatalFailure()) return;
     }
     EXPECT_EQ(keeper->persist_counts().snapshots, 0u);  // appended to the restored journal
+  }
+}
+
+// `threads` appliers, each making `per_thread` Applies of 1..4 steering upserts of rules of
+// its own (never refused). `on_ack(generation)` runs in the applier as each is answered.
+template <typename OnAck>
+void concurrent_applies(StateKeeper& keeper, int threads, int per_thread, OnAck on_ack) {
+  std::vector<std::thread> appliers;
+  for (int t = 0; t < threads; ++t) {
+    appliers.emplace_back([&, t] {
+      for (int i = 0; i < per_thread; ++i) {
+        Changes changes;
+        for (int k = 0; k <= i % 4; ++k) {
+          const uint32_t id = 1 + uint32_t(t * 1000 + (i * 7 + k) % 300);
+          *changes.Add()->mutable_upsert_steering() =
+              exact_rule(id, ipv4_from(id), (id + uint32_t(i)) % 1000 + 1, "base");
+        }
+        ApplyResult r;
+        if (auto refusal = keeper.apply(changes, std::nullopt, false, "test", r)) {
+          ADD_FAILURE() << "thread " << t << " Apply " << i << ": " << refusal->message;
+          return;
+        }
+        on_ack(r.generation);
+      }
+    });
+  }
+  for (auto& a : appliers) a.join();
+}
+
+TEST_F(JournalTest, GroupCommitAnswersNoApplyBeforeItsRecordIsDurable) {
+  auto keeper = make_keeper(base_config(), 0);
+  {  // the first change writes the snapshot; the journal starts after it
+    Changes first;
+    *first.Add()->mutable_upsert_steering() = exact_rule(100000, "10.9.9.9", 1, "base");
+    ApplyResult r;
+    ASSERT_FALSE(keeper->apply(first, std::nullopt, false, "test", r));
+  }
+  // What a crash would leave: the journal's bytes covered by the last fdatasync. The observer
+  // runs in the syncing thread; it lingers a little so that the other appliers write their
+  // records meanwhile and the next fdatasync covers several.
+  std::mutex image_mutex;
+  size_t durable_bytes = 0;
+  std::atomic<int> syncs_seen{0};
+  set_sync_observer([&](const std::string& path, size_t bytes) {
+    EXPECT_EQ(path, jpath());
+    {
+      std::lock_guard lock(image_mutex);
+      durable_bytes = std::max(durable_bytes, bytes);
+    }
+    if (syncs_seen++ < 20) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  });
+  // The crash image of now: the snapshot and the durable prefix of the journal.
+  auto crash_image_generation = [&]() -> uint64_t {
+    size_t bytes = 0;
+    {
+      std::lock_guard lock(image_mutex);
+      bytes = durable_bytes;
+    }
+    TempDir crash;
+    std::filesystem::copy_file(state_path(), crash.file("state.json"));
+    {
+      std::ofstream(crash.file("state.json.journal"), std::ios::binary)
+          << slurp(jpath()).substr(0, bytes);
+    }
+    auto r = read_state_file(crash.file("state.json"));
+    if (auto* why = std::get_if<std::string>(&r)) {
+      ADD_FAILURE() << "crash image: " << *why;
+      return 0;
+    }
+    return std::get<PersistedState>(r).generation;
+  };
+  std::mutex acked_mutex;
+  std::vector<uint64_t> acked;
+  concurrent_applies(*keeper, 6, 15, [&](uint64_t generation) {
+    // Answered: a crash now restores this generation or a later one (a later change may be
+    // durable too: the records are in generation order).
+    EXPECT_GE(crash_image_generation(), generation);
+    std::lock_guard lock(acked_mutex);
+    acked.push_back(generation);
+  });
+  set_sync_observer(nullptr);
+  ASSERT_EQ(acked.size(), 90u);
+  std::sort(acked.begin(), acked.end());
+  EXPECT_EQ(acked.front(), 2u);
+  EXPECT_EQ(acked.back(), 91u);  // every generation answered once
+  EXPECT_EQ(std::adjacent_find(acked.begin(), acked.end()), acked.end());
+  const auto counts = keeper->persist_counts();
+  std::cout << counts.records << " journal records, " << counts.syncs << " fdatasyncs\n";
+  EXPECT_EQ(counts.records, 90u);
+  EXPECT_LT(counts.syncs, counts.records);  // some fdatasyncs covered several Applies
+  // The last crash image is the running state.
+  EXPECT_EQ(crash_image_generation(), 91u);
+  FakeEngine eng;
+  expect_persisted_equals_running(*keeper, eng, "after the concurrent Applies");
+}
+
+TEST_F(JournalTest, FailedSyncRollsBackEveryChangeNotYetDurable) {
+  const std::string sub = dir.file("sub");
+  std::filesystem::create_directory(sub);
+  sink.running = base_config();
+  StateKeeper keeper(sub + "/state.json", sink, bus, base_config(), 0, {});
+  Changes first;
+  *first.Add()->mutable_upsert_steering() = exact_rule(100000, "10.9.9.9", 1, "base");
+  ApplyResult r;
+  ASSERT_FALSE(keeper.apply(first, std::nullopt, false, "test", r));
+  const auto before = keeper.snapshot();
+  // The state directory disappears: every sync fails (the journal file is gone), and each
+  // change is rolled back, whoever ran the sync.
+  std::filesystem::remove_all(sub);
+  std::atomic<int> acked{0};
+  std::vector<std::thread> appliers;
+  std::atomic<int> refused_unavailable{0};
+  for (int t = 0; t < 4; ++t) {
+    appliers.emplace_back([&, t] {
+      for (int i = 0; i < 5; ++i) {
+        Changes changes;
+        *changes.Add()->mutable_upsert_steering() =
+            exact_rule(uint32_t(t * 10 + i + 1), ipv4_from(uint32_t(t * 10 + i + 1)), 7, "base");
+        ApplyResult res;
+        auto refusal = keeper.apply(changes, std::nullopt, false, "test", res);
+        if (!refusal)
+          ++acked;
+        else if (refusal->code == Refusal::Code::unavailable)
+          ++refused_unavailable;
+      }
+    });
+  }
+  for (auto& a : appliers) a.join();
+  EXPECT_EQ(acked.load(), 0);
+  EXPECT_EQ(refused_unavailable.load(), 20);
+  const auto after = keeper.snapshot();
+  EXPECT_EQ(after->generation, before->generation);
+  EXPECT_TRUE(comparable(after->config, after->generation) ==
+              comparable(before->config, before->generation));
+  std::lock_guard lock(sink.mutex);
+  EXPECT_TRUE(comparable(sink.running, 0) == comparable(before->config, 0));  // data plane too
+}
+
+TEST_F(JournalTest, BackgroundCompactionDuringAStreamOfConcurrentApplies) {
+  auto keeper = make_keeper(base_config(), 0);
+  keeper->set_journal_min_bytes(4000);
+  std::atomic<uint64_t> last_acked{0};
+  concurrent_applies(*keeper, 4, 60, [&](uint64_t generation) {
+    uint64_t seen = last_acked.load();
+    while (seen < generation && !last_acked.compare_exchange_weak(seen, generation)) {
+    }
+  });
+  keeper->wait_background_compaction();
+  const auto counts = keeper->persist_counts();
+  std::cout << counts.records << " journal records, " << counts.syncs << " fdatasyncs, "
+            << counts.background_snapshots << " background snapshots of " << counts.snapshots
+            << "\n";
+  // The journal passed its bound (the snapshot's size, a few kB, growing with the rules)
+  // while the appliers ran.
+  EXPECT_GE(counts.background_snapshots, 1u);
+  EXPECT_LT(counts.syncs, counts.records);
+  EXPECT_EQ(last_acked.load(), 240u);
+  FakeEngine eng;
+  expect_persisted_equals_running(*keeper, eng, "after the stream");
+  // A restart continues the same history from the last snapshot and the journal after it.
+  StartupState st = restore_startup_state(state_path(), base_config());
+  ASSERT_TRUE(st.restored);
+  EXPECT_EQ(st.generation, 240u);
+  keeper = make_keeper(st.config, st.generation, st.extras);
+  for (int i = 0; i < 10; ++i) {
+    random_change(*keeper, eng);
+    expect_persisted_equals_running(*keeper, eng, "after restart, change " + std::to_string(i));
+    if (HasFatalFailure()) return;
   }
 }
 

@@ -62,7 +62,7 @@ StateKeeper::StateKeeper(std::string state_path, StateSink& sink, EventBus& bus,
     : state_path_(std::move(state_path)), sink_(sink), bus_(bus), extras_(std::move(extras)) {
   current_mutable_ = make_state(running, generation);
   current_ = current_mutable_;
-  index_ = ConfigIndex(current_->config);
+  index_ = config::ConfigIndex(current_->config);
   engine_params_from_agent_.store(extras_.engine_params_from_agent);
   // The spare state the first Apply edits (afterwards the previous state serves): copied now,
   // at start, rather than during the first Apply.
@@ -298,7 +298,7 @@ std::optional<Refusal> StateKeeper::apply(
   // O(configuration)); the pointers are valid until the batch and `base` go.
   policy::SteeringDelta steering_delta;
   steering_delta.rules.reserve(batch.delta().rules.size());
-  for (const RuleDelta& d : batch.delta().rules)
+  for (const config::RuleDelta& d : batch.delta().rules)
     steering_delta.rules.push_back({d.before, d.after, d.after_index});
 
   Step step;
@@ -400,7 +400,7 @@ std::optional<Refusal> StateKeeper::set_engine_params(const EngineParamsEdit& ed
     spare_.reset();
     spare_behind_ = Changeset{};
     current_mutable_ = next;
-    index_ = ConfigIndex(current_mutable_->config);
+    index_ = config::ConfigIndex(current_mutable_->config);
     publish(std::move(next));
   };
   step.event = Event{};

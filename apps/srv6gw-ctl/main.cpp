@@ -709,8 +709,7 @@ struct CommandLine {
                    "--target)")
         ->group(conn);
     app.add_flag("--insecure", cli.insecure, "plain TCP, no TLS")->group(conn)->needs(target);
-    app.add_option("--timeout", cli.timeout_s, "seconds per call (default 60)")
-        ->group(conn);
+    app.add_option("--timeout", cli.timeout_s, "seconds per call (default 60)")->group(conn);
     app.add_flag("--json", cli.json, "JSON (protobuf's mapping) instead of tables");
 
     auto* apply = add("apply", "apply a batch of changes atomically (docs/agent.md)", cmd_apply);

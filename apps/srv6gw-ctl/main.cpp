@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // srv6gw-ctl: the operator's command line over the gateway's gRPC API (srv6gw.v1). Tables by
 // default, --json for scripts. A refused call prints the server's message and exits 1; a
-// usage error exits 2.
+// usage error exits 2. The command line is CLI11's (--help on every command, errors name the
+// option); what each command does is below its options.
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
+#include <CLI/CLI.hpp>
 
 #include <charconv>
 #include <chrono>
@@ -29,34 +31,7 @@ using google::protobuf::Message;
 constexpr const char* kDefaultSocket = "/run/srv6gw/agent.sock";
 constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2;
 
-const char* kUsage =
-    "usage: srv6gw-ctl [connection] [--json] COMMAND ...\n"
-    "\n"
-    "connection (default: --socket /run/srv6gw/agent.sock):\n"
-    "  --socket PATH            the gateway's unix socket\n"
-    "  --target HOST:PORT       TCP with TLS: --ca FILE [--cert FILE --key FILE]\n"
-    "                           [--tls-server-name NAME]; or --insecure for plain TCP\n"
-    "  --timeout SECONDS        per call (default 60)\n"
-    "\n"
-    "commands:\n"
-    "  apply -f FILE|- [--dry-run] [--expected-generation N]\n"
-    "                           apply a batch of changes atomically (docs/agent.md)\n"
-    "  list policies|steering|local-sids [--policy NAME] [--page-size N]\n"
-    "  show policy NAME\n"
-    "  state                    running generation and table sizes\n"
-    "  stats                    ports, workers, policies and paths, drops by reason\n"
-    "  watch [--count N] [--kind KIND]...\n"
-    "                           stream events (KIND: config-applied, path-weight,\n"
-    "                           path-state); --count: exit after N events\n"
-    "  path down|up POLICY SEGMENT-LIST | path down|up POLICY --path-id N\n"
-    "                           take a path out of service in the local SR engine, or put\n"
-    "                           it back at full weight\n"
-    "  engine show              local SR engine parameters in force\n"
-    "  engine set KEY=VALUE... [--dry-run] [--expected-generation N]\n"
-    "                           change engine parameters live (KEY: YANG leaf of container\n"
-    "                           engine, e.g. alpha=0.5 hold-down-us=2000 reflect=false)\n"
-    "  health [--service NAME]  grpc.health.v1 check\n";
-
+// Connection and output options, taken before or after the command.
 struct Cli {
   std::string socket;
   std::string target;
@@ -64,11 +39,27 @@ struct Cli {
   bool insecure = false;
   bool json = false;
   double timeout_s = 60;
-  std::vector<std::string> args;  // command and its arguments
 };
 
+// The options of every command (only those of the command given are set).
+struct Args {
+  std::string file;  // apply -f
+  bool dry_run = false;
+  std::optional<uint64_t> expected_generation;
+  std::optional<uint32_t> page_size;
+  std::string policy;                 // list steering --policy; show policy NAME; path POLICY
+  std::string action;                 // path down|up
+  std::string segment_list;           // path ... SEGMENT-LIST
+  std::optional<uint32_t> path_id;    // path ... --path-id
+  uint64_t count = 0;                 // watch --count
+  std::vector<std::string> kinds;     // watch --kind
+  std::vector<std::string> settings;  // engine set KEY=VALUE...
+  std::string service;                // health --service
+};
+
+// A mistake found after parsing (a combination CLI11 cannot express): exit 2 like CLI11's.
 [[noreturn]] void usage_error(const std::string& msg) {
-  std::cerr << "srv6gw-ctl: " << msg << "\n\n" << kUsage;
+  std::cerr << "srv6gw-ctl: " << msg << "\nRun with --help for more information.\n";
   std::exit(kExitUsage);
 }
 
@@ -85,64 +76,6 @@ std::string read_file(const std::string& path) {
   }
   buf << in.rdbuf();
   return buf.str();
-}
-
-template <class T>
-T parse_number(const std::string& text, const char* what) {
-  T v{};
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || p != text.data() + text.size()) {
-    usage_error(std::string(what) + " must be a number, not '" + text + "'");
-  }
-  return v;
-}
-
-Cli parse_cli(int argc, char** argv) {
-  Cli c;
-  std::vector<std::string> a(argv + 1, argv + argc);
-  for (size_t i = 0; i < a.size(); ++i) {
-    auto value = [&](const char* opt) -> std::string {
-      if (i + 1 >= a.size()) usage_error(std::string(opt) + " needs a value");
-      return a[++i];
-    };
-    const std::string& s = a[i];
-    if (s == "--socket") {
-      c.socket = value("--socket");
-    } else if (s == "--target") {
-      c.target = value("--target");
-    } else if (s == "--ca") {
-      c.ca = value("--ca");
-    } else if (s == "--cert") {
-      c.cert = value("--cert");
-    } else if (s == "--key") {
-      c.key = value("--key");
-    } else if (s == "--tls-server-name") {
-      c.server_name = value("--tls-server-name");
-    } else if (s == "--insecure") {
-      c.insecure = true;
-    } else if (s == "--json") {
-      c.json = true;
-    } else if (s == "--timeout") {
-      c.timeout_s = parse_number<double>(value("--timeout"), "--timeout");
-    } else if (s == "-h" || s == "--help" || s == "help") {
-      std::cout << kUsage;
-      std::exit(kExitOk);
-    } else {
-      c.args.push_back(s);
-    }
-  }
-  if (c.args.empty()) usage_error("no command");
-  if (!c.socket.empty() && !c.target.empty())
-    usage_error("--socket and --target exclude each other");
-  if (c.target.empty() && (!c.ca.empty() || !c.cert.empty() || !c.key.empty() || c.insecure)) {
-    usage_error("--ca, --cert, --key and --insecure go with --target");
-  }
-  if (!c.target.empty() && c.ca.empty() && !c.insecure) {
-    usage_error("--target needs --ca (TLS) or --insecure (plain TCP)");
-  }
-  if (c.cert.empty() != c.key.empty()) usage_error("--cert and --key go together");
-  if (c.socket.empty() && c.target.empty()) c.socket = kDefaultSocket;
-  return c;
 }
 
 std::shared_ptr<grpc::Channel> connect(const Cli& c, std::string& where) {
@@ -256,6 +189,7 @@ std::string match_text(const v1::SteeringRule& r) {
 
 struct Ctx {
   Cli cli;
+  Args args;
   std::string where;
   std::unique_ptr<v1::Gateway::Stub> stub;
   std::shared_ptr<grpc::Channel> channel;
@@ -266,58 +200,19 @@ struct Ctx {
   }
 };
 
-// Options of a subcommand: --name VALUE pairs and flags, after the positional words.
-struct SubArgs {
-  std::vector<std::string> words;
-  std::multimap<std::string, std::string> opts;
-  std::vector<std::string> flags;
-
-  std::optional<std::string> get(const std::string& name) const {
-    auto it = opts.find(name);
-    return it == opts.end() ? std::nullopt : std::optional<std::string>(it->second);
-  }
-  bool has(const std::string& flag) const {
-    return std::find(flags.begin(), flags.end(), flag) != flags.end();
-  }
-};
-
-SubArgs sub_args(const std::vector<std::string>& a, size_t from,
-                 const std::vector<std::string>& with_value,
-                 const std::vector<std::string>& flags) {
-  SubArgs s;
-  for (size_t i = from; i < a.size(); ++i) {
-    if (std::find(with_value.begin(), with_value.end(), a[i]) != with_value.end()) {
-      if (i + 1 >= a.size()) usage_error(a[i] + " needs a value");
-      s.opts.emplace(a[i], a[i + 1]);
-      ++i;
-    } else if (std::find(flags.begin(), flags.end(), a[i]) != flags.end()) {
-      s.flags.push_back(a[i]);
-    } else if (a[i].rfind("-", 0) == 0 && a[i] != "-") {
-      usage_error("unknown option " + a[i] + " for " + a[0]);
-    } else {
-      s.words.push_back(a[i]);
-    }
-  }
-  return s;
-}
-
 int cmd_apply(Ctx& c) {
-  const SubArgs s = sub_args(c.cli.args, 1, {"-f", "--expected-generation"}, {"--dry-run"});
-  const auto file = s.get("-f");
-  if (!file) usage_error("apply needs -f FILE (or -f - for stdin)");
-  if (!s.words.empty()) usage_error("unexpected argument " + s.words[0]);
+  const Args& a = c.args;
+  if (a.file.empty()) usage_error("apply needs -f FILE (or -f - for stdin)");
   v1::ApplyRequest req;
   google::protobuf::util::JsonParseOptions po;
   po.ignore_unknown_fields = false;
-  auto parsed = google::protobuf::util::JsonStringToMessage(read_file(*file), &req, po);
+  auto parsed = google::protobuf::util::JsonStringToMessage(read_file(a.file), &req, po);
   if (!parsed.ok()) {
-    std::cerr << "srv6gw-ctl: " << *file << ": not a changes file: " << parsed.message() << "\n";
+    std::cerr << "srv6gw-ctl: " << a.file << ": not a changes file: " << parsed.message() << "\n";
     return kExitFailed;
   }
-  if (s.has("--dry-run")) req.set_dry_run(true);
-  if (auto g = s.get("--expected-generation")) {
-    req.set_expected_generation(parse_number<uint64_t>(*g, "--expected-generation"));
-  }
+  if (a.dry_run) req.set_dry_run(true);
+  if (a.expected_generation) req.set_expected_generation(*a.expected_generation);
   grpc::ClientContext ctx;
   c.deadline(ctx);
   v1::ApplyResponse resp;
@@ -338,9 +233,9 @@ int cmd_apply(Ctx& c) {
   return kExitOk;
 }
 
-int list_policies(Ctx& c, const SubArgs& s) {
+int list_policies(Ctx& c) {
   v1::ListPoliciesRequest req;
-  if (auto p = s.get("--page-size")) req.set_page_size(parse_number<uint32_t>(*p, "--page-size"));
+  if (c.args.page_size) req.set_page_size(*c.args.page_size);
   v1::ListPoliciesResponse all;
   Table t({"NAME", "COLOR", "ENDPOINT", "ENCAP", "SELECTION", "SEGMENT-LISTS"});
   for (;;) {
@@ -374,10 +269,10 @@ int list_policies(Ctx& c, const SubArgs& s) {
   return kExitOk;
 }
 
-int list_steering(Ctx& c, const SubArgs& s) {
+int list_steering(Ctx& c) {
   v1::ListSteeringRequest req;
-  if (auto p = s.get("--page-size")) req.set_page_size(parse_number<uint32_t>(*p, "--page-size"));
-  if (auto p = s.get("--policy")) req.set_policy(*p);
+  if (c.args.page_size) req.set_page_size(*c.args.page_size);
+  if (!c.args.policy.empty()) req.set_policy(c.args.policy);
   v1::ListSteeringResponse all;
   uint64_t count = 0, generation = 0;
   bool header = true;
@@ -421,9 +316,9 @@ int list_steering(Ctx& c, const SubArgs& s) {
   return kExitOk;
 }
 
-int list_local_sids(Ctx& c, const SubArgs& s) {
+int list_local_sids(Ctx& c) {
   v1::ListLocalSidsRequest req;
-  if (auto p = s.get("--page-size")) req.set_page_size(parse_number<uint32_t>(*p, "--page-size"));
+  if (c.args.page_size) req.set_page_size(*c.args.page_size);
   v1::ListLocalSidsResponse all;
   Table t({"SID", "BEHAVIOR"});
   for (;;) {
@@ -450,24 +345,11 @@ int list_local_sids(Ctx& c, const SubArgs& s) {
   return kExitOk;
 }
 
-int cmd_list(Ctx& c) {
-  const SubArgs s = sub_args(c.cli.args, 1, {"--page-size", "--policy"}, {});
-  if (s.words.size() != 1) usage_error("list policies|steering|local-sids");
-  const std::string& what = s.words[0];
-  if (s.get("--policy") && what != "steering") usage_error("--policy filters steering rules");
-  if (what == "policies") return list_policies(c, s);
-  if (what == "steering") return list_steering(c, s);
-  if (what == "local-sids") return list_local_sids(c, s);
-  usage_error("list what? policies, steering or local-sids, not '" + what + "'");
-}
-
-int cmd_show(Ctx& c) {
-  const SubArgs s = sub_args(c.cli.args, 1, {}, {});
-  if (s.words.size() != 2 || s.words[0] != "policy") usage_error("show policy NAME");
+int cmd_show_policy(Ctx& c) {
   grpc::ClientContext ctx;
   c.deadline(ctx);
   v1::GetPolicyRequest req;
-  req.set_name(s.words[1]);
+  req.set_name(c.args.policy);
   v1::SrPolicy p;
   auto st = c.stub->GetPolicy(&ctx, req, &p);
   if (!st.ok()) return fail(st, c.where);
@@ -612,21 +494,19 @@ std::string event_line(const v1::Event& e) {
   return s;
 }
 
+// "config-applied" -> EVENT_KIND_CONFIG_APPLIED; nullopt for no kind a watcher can ask for.
+std::optional<v1::EventKind> parse_event_kind(const std::string& text) {
+  std::string name = "EVENT_KIND_" + text;
+  for (char& ch : name) ch = ch == '-' ? '_' : char(std::toupper(static_cast<unsigned char>(ch)));
+  v1::EventKind k;
+  if (!v1::EventKind_Parse(name, &k) || k == v1::EVENT_KIND_UNSPECIFIED) return std::nullopt;
+  return k;
+}
+
 int cmd_watch(Ctx& c) {
-  const SubArgs s = sub_args(c.cli.args, 1, {"--count", "--kind"}, {});
-  if (!s.words.empty()) usage_error("unexpected argument " + s.words[0]);
-  uint64_t count = 0;
-  if (auto v = s.get("--count")) count = parse_number<uint64_t>(*v, "--count");
+  const uint64_t count = c.args.count;
   v1::WatchEventsRequest req;
-  for (auto [it, end] = s.opts.equal_range("--kind"); it != end; ++it) {
-    std::string name = "EVENT_KIND_" + it->second;
-    for (char& ch : name) ch = ch == '-' ? '_' : char(std::toupper(static_cast<unsigned char>(ch)));
-    v1::EventKind k;
-    if (!v1::EventKind_Parse(name, &k) || k == v1::EVENT_KIND_UNSPECIFIED) {
-      usage_error("unknown event kind '" + it->second + "'");
-    }
-    req.add_kinds(k);
-  }
+  for (const std::string& kind : c.args.kinds) req.add_kinds(*parse_event_kind(kind));
   grpc::ClientContext ctx;
   auto reader = c.stub->WatchEvents(&ctx, req);
   v1::Event e;
@@ -644,17 +524,16 @@ int cmd_watch(Ctx& c) {
 }
 
 int cmd_path(Ctx& c) {
-  const SubArgs s = sub_args(c.cli.args, 1, {"--path-id"}, {});
-  const auto path_id = s.get("--path-id");
-  if (s.words.size() != (path_id ? 2u : 3u) || (s.words[0] != "down" && s.words[0] != "up"))
+  const Args& a = c.args;
+  if (a.path_id.has_value() == !a.segment_list.empty())
     usage_error("path down|up POLICY SEGMENT-LIST, or path down|up POLICY --path-id N");
   v1::SetPathStateRequest req;
-  req.set_up(s.words[0] == "up");
-  req.set_policy(s.words[1]);
-  if (path_id)
-    req.set_path_id(parse_number<uint32_t>(*path_id, "--path-id"));
+  req.set_up(a.action == "up");
+  req.set_policy(a.policy);
+  if (a.path_id)
+    req.set_path_id(*a.path_id);
   else
-    req.set_segment_list(s.words[2]);
+    req.set_segment_list(a.segment_list);
   grpc::ClientContext ctx;
   c.deadline(ctx);
   v1::SetPathStateResponse resp;
@@ -667,8 +546,7 @@ int cmd_path(Ctx& c) {
   char factor[32];
   std::snprintf(factor, sizeof factor, "%.3g", resp.factor());
   std::cout << req.policy() << "/" << resp.segment_list() << " (path " << resp.path_id() << ") "
-            << s.words[0] << (resp.changed() ? "" : " (unchanged)") << ", factor " << factor
-            << "\n";
+            << a.action << (resp.changed() ? "" : " (unchanged)") << ", factor " << factor << "\n";
   return kExitOk;
 }
 
@@ -719,9 +597,14 @@ void set_engine_field(v1::EngineParams& p, const std::string& arg) {
         usage_error(leaf_name(key) + " must be true or false, not '" + value + "'");
       r->SetBool(&p, f, value == "true");
       break;
-    case google::protobuf::FieldDescriptor::CPPTYPE_UINT32:
-      r->SetUInt32(&p, f, parse_number<uint32_t>(value, leaf_name(key).c_str()));
+    case google::protobuf::FieldDescriptor::CPPTYPE_UINT32: {
+      uint32_t v = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+      if (value.empty() || ec != std::errc() || end != value.data() + value.size())
+        usage_error(leaf_name(key) + " must be a number, not '" + value + "'");
+      r->SetUInt32(&p, f, v);
       break;
+    }
     case google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE: {
       char* end = nullptr;
       const double v = std::strtod(value.c_str(), &end);
@@ -735,32 +618,29 @@ void set_engine_field(v1::EngineParams& p, const std::string& arg) {
   }
 }
 
-int cmd_engine(Ctx& c) {
-  const SubArgs s = sub_args(c.cli.args, 1, {"--expected-generation"}, {"--dry-run"});
-  if (s.words.empty() || (s.words[0] != "show" && s.words[0] != "set"))
-    usage_error("engine show, or engine set KEY=VALUE...");
+int cmd_engine_show(Ctx& c) {
   grpc::ClientContext ctx;
   c.deadline(ctx);
-  if (s.words[0] == "show") {
-    if (s.words.size() != 1) usage_error("unexpected argument " + s.words[1]);
-    v1::GetEngineParamsResponse resp;
-    auto st = c.stub->GetEngineParams(&ctx, {}, &resp);
-    if (!st.ok()) return fail(st, c.where);
-    if (c.cli.json) {
-      std::cout << to_json(resp);
-      return kExitOk;
-    }
-    print_engine_params(resp.params());
-    std::cout << "(generation " << resp.generation() << ", "
-              << (resp.set_by_agent() ? "set over gRPC" : "from the configuration file") << ")\n";
+  v1::GetEngineParamsResponse resp;
+  auto st = c.stub->GetEngineParams(&ctx, {}, &resp);
+  if (!st.ok()) return fail(st, c.where);
+  if (c.cli.json) {
+    std::cout << to_json(resp);
     return kExitOk;
   }
-  if (s.words.size() < 2) usage_error("engine set needs at least one KEY=VALUE");
+  print_engine_params(resp.params());
+  std::cout << "(generation " << resp.generation() << ", "
+            << (resp.set_by_agent() ? "set over gRPC" : "from the configuration file") << ")\n";
+  return kExitOk;
+}
+
+int cmd_engine_set(Ctx& c) {
   v1::SetEngineParamsRequest req;
-  for (size_t i = 1; i < s.words.size(); ++i) set_engine_field(*req.mutable_params(), s.words[i]);
-  req.set_dry_run(s.has("--dry-run"));
-  if (auto g = s.get("--expected-generation"))
-    req.set_expected_generation(parse_number<uint64_t>(*g, "--expected-generation"));
+  for (const std::string& kv : c.args.settings) set_engine_field(*req.mutable_params(), kv);
+  req.set_dry_run(c.args.dry_run);
+  if (c.args.expected_generation) req.set_expected_generation(*c.args.expected_generation);
+  grpc::ClientContext ctx;
+  c.deadline(ctx);
   v1::SetEngineParamsResponse resp;
   auto st = c.stub->SetEngineParams(&ctx, req, &resp);
   if (!st.ok()) return fail(st, c.where);
@@ -777,13 +657,11 @@ int cmd_engine(Ctx& c) {
 }
 
 int cmd_health(Ctx& c) {
-  const SubArgs s = sub_args(c.cli.args, 1, {"--service"}, {});
-  if (!s.words.empty()) usage_error("unexpected argument " + s.words[0]);
   auto health = grpc::health::v1::Health::NewStub(c.channel);
   grpc::ClientContext ctx;
   c.deadline(ctx);
   grpc::health::v1::HealthCheckRequest req;
-  req.set_service(s.get("--service").value_or(""));
+  req.set_service(c.args.service);
   grpc::health::v1::HealthCheckResponse resp;
   auto st = health->Check(&ctx, req, &resp);
   if (!st.ok()) return fail(st, c.where);
@@ -797,22 +675,168 @@ int cmd_health(Ctx& c) {
   return resp.status() == grpc::health::v1::HealthCheckResponse::SERVING ? kExitOk : kExitFailed;
 }
 
+// The command line: connection and output options, then one command (nested for list, show
+// and engine). Each command's callback stays empty: main runs the command it finds chosen.
+struct CommandLine {
+  CLI::App app{"srv6gw-ctl: the operator's command line over the gateway's gRPC API (srv6gw.v1)",
+               "srv6gw-ctl"};
+  std::vector<std::pair<CLI::App*, int (*)(Ctx&)>> commands;
+
+  CommandLine(Cli& cli, Args& a) {
+    app.require_subcommand(1);
+    app.fallthrough();  // connection options also after the command, as scripts write them
+    app.footer(
+        "Exit: 0 done, 1 the call failed (the server's message is printed), 2 bad command "
+        "line.\nEach command has its own --help (srv6gw-ctl apply --help).");
+    const std::string conn = "Connection (default: --socket /run/srv6gw/agent.sock)";
+    auto* socket = app.add_option("--socket", cli.socket, "the gateway's unix socket")->group(conn);
+    auto* target = app.add_option("--target", cli.target,
+                                  "HOST:PORT over TCP: with --ca (TLS) "
+                                  "or --insecure (plain TCP)")
+                       ->group(conn)
+                       ->excludes(socket);
+    app.add_option("--ca", cli.ca, "CA certificate of the agent (TLS)")->group(conn)->needs(target);
+    auto* cert = app.add_option("--cert", cli.cert, "client certificate (mutual TLS, with --key)")
+                     ->group(conn)
+                     ->needs(target);
+    auto* key = app.add_option("--key", cli.key, "client private key (mutual TLS, with --cert)")
+                    ->group(conn)
+                    ->needs(target)
+                    ->needs(cert);
+    cert->needs(key);
+    app.add_option("--tls-server-name", cli.server_name,
+                   "name to check the agent's certificate against (default: the host of "
+                   "--target)")
+        ->group(conn);
+    app.add_flag("--insecure", cli.insecure, "plain TCP, no TLS")->group(conn)->needs(target);
+    app.add_option("--timeout", cli.timeout_s, "seconds per call (default 60)")->group(conn);
+    app.add_flag("--json", cli.json, "JSON (protobuf's mapping) instead of tables");
+
+    auto* apply = add("apply", "apply a batch of changes atomically (docs/agent.md)", cmd_apply);
+    apply->add_option("-f,--file", a.file, "JSON changes file (ApplyRequest), - for stdin")
+        ->type_name("FILE");
+    add_write_options(apply, a);
+
+    auto* list = app.add_subcommand("list", "list policies, steering rules or local SIDs");
+    list->require_subcommand(1);
+    list->fallthrough();
+    auto* policies = add(list, "policies", "SR policies and their segment lists", list_policies);
+    auto* steering = add(list, "steering", "steering rules (page by page)", list_steering);
+    steering->add_option("--policy", a.policy, "only the rules of this policy");
+    auto* local_sids = add(list, "local-sids", "local SIDs and their behaviors", list_local_sids);
+    for (CLI::App* l : {policies, steering, local_sids})
+      l->add_option("--page-size", a.page_size, "entries per call (server default if unset)");
+
+    auto* show = app.add_subcommand("show", "one object in full");
+    show->require_subcommand(1);
+    show->fallthrough();
+    add(show, "policy", "a policy, its segment lists and SIDs", cmd_show_policy)
+        ->add_option("name", a.policy, "policy name")
+        ->required();
+
+    add("state", "running generation and table sizes", cmd_state);
+    add("stats", "ports, workers, policies and paths, drops by reason", cmd_stats);
+
+    auto* watch = add("watch", "stream events", cmd_watch);
+    watch->add_option("--count", a.count, "exit after N events (the subscribed line aside)");
+    watch
+        ->add_option("--kind", a.kinds,
+                     "only events of this kind (repeatable): config-applied, path-weight, "
+                     "path-state")
+        ->check(CLI::Validator(
+            [](std::string& kind) {
+              return parse_event_kind(kind) ? std::string() : "unknown event kind '" + kind + "'";
+            },
+            "KIND"));
+
+    auto* path = add("path",
+                     "take a path out of service in the local SR engine (down), or put it back "
+                     "at full weight (up)",
+                     cmd_path);
+    path->add_option("action", a.action, "down or up")
+        ->required()
+        ->check(CLI::IsMember({"down", "up"}));
+    path->add_option("policy", a.policy, "policy name")->required();
+    path->add_option("segment-list", a.segment_list, "segment list name (or --path-id)");
+    path->add_option("--path-id", a.path_id, "the segment list by its path id");
+
+    auto* engine = app.add_subcommand("engine", "the local SR engine's parameters");
+    engine->require_subcommand(1);
+    engine->fallthrough();
+    add(engine, "show", "parameters in force", cmd_engine_show);
+    auto* set = add(engine, "set", "change parameters live", cmd_engine_set);
+    set->add_option("settings", a.settings,
+                    "KEY=VALUE..., KEY a leaf of the YANG container engine (alpha=0.5 "
+                    "hold-down-us=2000 reflect=false)")
+        ->required();
+    add_write_options(set, a);
+
+    add("health", "grpc.health.v1 check", cmd_health)
+        ->add_option("--service", a.service, "service name (default: the server as a whole)");
+    // "srv6gw-ctl help" as well as --help.
+    app.add_subcommand("help", "this text")->silent()->parse_complete_callback([] {
+      throw CLI::CallForHelp();
+    });
+  }
+
+  CLI::App* add(const std::string& name, const std::string& what, int (*run)(Ctx&)) {
+    return add(&app, name, what, run);
+  }
+  CLI::App* add(CLI::App* parent, const std::string& name, const std::string& what,
+                int (*run)(Ctx&)) {
+    CLI::App* cmd = parent->add_subcommand(name, what);
+    cmd->fallthrough();
+    commands.emplace_back(cmd, run);
+    return cmd;
+  }
+  static void add_write_options(CLI::App* cmd, Args& a) {
+    cmd->add_flag("--dry-run", a.dry_run, "validate only: nothing changes");
+    cmd->add_option("--expected-generation", a.expected_generation,
+                    "refuse unless the running generation is N (optimistic locking)");
+  }
+
+  // The command chosen, or exit: 0 after --help, 2 after a usage error.
+  int (*parse(int argc, char** argv))(Ctx&) {
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+      std::fputs(chosen_help().c_str(), stdout);
+      std::exit(kExitOk);
+    } catch (const CLI::ParseError& e) {
+      // A word that is no command leaves CLI11 saying only that a command is missing.
+      const auto extra = app.remaining();
+      if (app.get_subcommands().empty() && !extra.empty())
+        usage_error("unknown command '" + extra.front() + "'");
+      usage_error(e.what());
+    }
+    for (const auto& [cmd, run] : commands) {
+      if (cmd->parsed()) return run;
+    }
+    usage_error("no command");
+  }
+
+  // The help of the deepest command given ("srv6gw-ctl list steering --help").
+  std::string chosen_help() const {
+    const CLI::App* at = &app;
+    std::string prefix;
+    while (!at->get_subcommands().empty() && at->get_subcommands().front()->get_name() != "help") {
+      prefix += (prefix.empty() ? "" : " ") + at->get_name();
+      at = at->get_subcommands().front();
+    }
+    return at->help(prefix);
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Ctx c;
-  c.cli = parse_cli(argc, argv);
+  CommandLine command_line(c.cli, c.args);
+  int (*run)(Ctx&) = command_line.parse(argc, argv);
+  if (c.cli.socket.empty() && c.cli.target.empty()) c.cli.socket = kDefaultSocket;
+  if (!c.cli.target.empty() && c.cli.ca.empty() && !c.cli.insecure)
+    usage_error("--target needs --ca (TLS) or --insecure (plain TCP)");
   c.channel = connect(c.cli, c.where);
   c.stub = v1::Gateway::NewStub(c.channel);
-  const std::string& cmd = c.cli.args[0];
-  if (cmd == "apply") return cmd_apply(c);
-  if (cmd == "list") return cmd_list(c);
-  if (cmd == "show") return cmd_show(c);
-  if (cmd == "state") return cmd_state(c);
-  if (cmd == "stats") return cmd_stats(c);
-  if (cmd == "watch") return cmd_watch(c);
-  if (cmd == "path") return cmd_path(c);
-  if (cmd == "engine") return cmd_engine(c);
-  if (cmd == "health") return cmd_health(c);
-  usage_error("unknown command '" + cmd + "'");
+  return run(c);
 }

@@ -21,7 +21,9 @@
 #include <string_view>
 #include <vector>
 
+#include "config/model.hpp"
 #include "net/addr.hpp"
+#include "net/headers.hpp"
 #include "net/icrc.hpp"
 #include "net/parse.hpp"
 #include "pcap/pcap.hpp"
@@ -31,9 +33,6 @@
 namespace {
 
 using namespace srv6gw;
-
-constexpr size_t kEthHeaderLen = 14;
-constexpr size_t kVlanTagLen = 4;
 
 // Exit codes: 0 done, 1 a file could not be read or written, 2 bad command line.
 constexpr int kExitIo = 1;
@@ -140,15 +139,10 @@ void describe(CLI::App& app, Options& o) {
       ->required();
   encap
       ->add_option_function<std::string>(
-          "--mode",
-          [&o](const std::string& v) {
-            o.mode = v == "usid"         ? srv6::EncapMode::usid
-                     : v == "encaps-red" ? srv6::EncapMode::encaps_red
-                                         : srv6::EncapMode::encaps;
-          },
+          "--mode", [&o](const std::string& v) { o.mode = *config::parse_encap_mode(v); },
           "encaps (default), encaps-red or usid")
       ->type_name("MODE")
-      ->check(CLI::IsMember({"encaps", "encaps-red", "usid"}));
+      ->check(CLI::IsMember(net::all_names(config::kEncapModeNames)));
   // 8-bit fields through `unsigned`: CLI11 would read a uint8_t as a character.
   CLI::Option* block =
       encap
@@ -351,7 +345,7 @@ int run_encap(const Options& o) {
     }
     // The inner packet is the IP packet exactly: l3_len excludes any Ethernet padding.
     const auto inner = frame.subspan(info.l3_offset, info.l3_len);
-    out.resize(kEthHeaderLen + tmpl.size + inner.size());
+    out.resize(net::kEthHeaderLen + tmpl.size + inner.size());
     write_ethernet(o, frame, net::kEthTypeIpv6, out.data());
     srv6::EncapFields f;
     f.inner_len = uint16_t(inner.size());
@@ -359,8 +353,8 @@ int run_encap(const Options& o) {
     f.traffic_class = uint8_t(info.dscp << 2 | info.ecn);
     f.flow_label = net::outer_flow_label(info);
     f.tag = o.tag;
-    srv6::write_encap(tmpl, out.data() + kEthHeaderLen, f);
-    std::memcpy(out.data() + kEthHeaderLen + tmpl.size, inner.data(), inner.size());
+    srv6::write_encap(tmpl, out.data() + net::kEthHeaderLen, f);
+    std::memcpy(out.data() + net::kEthHeaderLen + tmpl.size, inner.data(), inner.size());
     ++c.encapsulated;
     if (!write_or_report(*writer, o.out, out.data(), out.size(), pkt->timestamp_ns)) {
       return kExitIo;
@@ -392,18 +386,18 @@ int run_decap(const Options& o) {
     ++c.frames;
     std::span<uint8_t> frame(pkt->data);
     // Ethernet and up to two VLAN tags; the outer packet must be IPv6.
-    size_t l3 = kEthHeaderLen;
-    bool short_frame = frame.size() < kEthHeaderLen;
+    size_t l3 = net::kEthHeaderLen;
+    bool short_frame = frame.size() < net::kEthHeaderLen;
     uint16_t ethertype = short_frame ? 0 : uint16_t(frame[12] << 8 | frame[13]);
     for (unsigned tags = 0; !short_frame && tags < net::kMaxVlanTags &&
                             (ethertype == net::kEthTypeVlan || ethertype == net::kEthTypeQinQ);
          ++tags) {
-      if (frame.size() < l3 + kVlanTagLen) {
+      if (frame.size() < l3 + net::kVlanTagLen) {
         short_frame = true;
         break;
       }
       ethertype = uint16_t(frame[l3 + 2] << 8 | frame[l3 + 3]);
-      l3 += kVlanTagLen;
+      l3 += net::kVlanTagLen;
     }
     if (short_frame) {
       ++truncated_l2;
@@ -426,11 +420,11 @@ int run_decap(const Options& o) {
       continue;
     }
     const auto inner = frame.subspan(l3 + r.inner_offset, r.inner_len);
-    out.resize(kEthHeaderLen + inner.size());
+    out.resize(net::kEthHeaderLen + inner.size());
     write_ethernet(o, frame,
                    r.inner_family == net::Family::ipv4 ? net::kEthTypeIpv4 : net::kEthTypeIpv6,
                    out.data());
-    std::memcpy(out.data() + kEthHeaderLen, inner.data(), inner.size());
+    std::memcpy(out.data() + net::kEthHeaderLen, inner.data(), inner.size());
     ++c.decapsulated;
     if (!write_or_report(*writer, o.out, out.data(), out.size(), pkt->timestamp_ns)) {
       return kExitIo;

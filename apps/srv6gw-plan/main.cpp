@@ -100,12 +100,6 @@ void write_file(const std::filesystem::path& p, const std::string& text) {
   if (!out) throw Failure{"cannot write " + p.string()};
 }
 
-srv6::EncapMode parse_encap(const std::string& s) {
-  if (s == "encaps") return srv6::EncapMode::encaps;
-  if (s == "encaps-red") return srv6::EncapMode::encaps_red;
-  return srv6::EncapMode::usid;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -130,11 +124,16 @@ int main(int argc, char** argv) {
   app.add_option("-o,--out", out_dir, "write <host>.json (Apply request) per gateway here");
   app.add_option("--gateway", gateway, "print this gateway's Apply request on stdout");
   app.add_option("--encap", encap, "encaps | encaps-red | usid")
-      ->check(CLI::IsMember({"encaps", "encaps-red", "usid"}));
+      ->check(CLI::IsMember(net::all_names(config::kEncapModeNames)));
   app.add_option("--sids", sids, "minimal | every-switch")
       ->check(CLI::IsMember({"minimal", "every-switch"}));
+  // Not selective (it needs the opcodes to spray) nor balanced (flows placed by load).
+  std::vector<std::string> selections;
+  for (auto m : {config::SelectionMode::flow, config::SelectionMode::packet,
+                 config::SelectionMode::flowlet, config::SelectionMode::adaptive})
+    selections.emplace_back(config::to_string(m));
   app.add_option("--selection", selection, "flow | packet | flowlet | adaptive")
-      ->check(CLI::IsMember({"flow", "packet", "flowlet", "adaptive"}));
+      ->check(CLI::IsMember(selections));
   app.add_option("--backups", backups, "backup segment lists per policy");
   app.add_option("--max-paths", max_paths, "shortest paths per policy (1..64)")
       ->check(CLI::Range(1, 64));
@@ -235,7 +234,7 @@ int main(int argc, char** argv) {
     }
 
     PlanOptions opt;
-    opt.segments.encap = parse_encap(encap);
+    opt.segments.encap = *config::parse_encap_mode(encap);
     opt.segments.usid = topo.usid_format;
     opt.segments.style = *parse_sid_style(sids);
     opt.selection = *config::parse_selection_mode(selection);

@@ -23,8 +23,8 @@
 #include <numeric>
 
 #include "agent/convert.hpp"
-#include "agent/huge_pages.hpp"
 #include "agent/listener.hpp"
+#include "config/huge_pages.hpp"
 #include "grpc/health/v1/health.pb.h"
 #include "srv6gw/v1/srv6gw.grpc.pb.h"
 
@@ -130,8 +130,8 @@ struct Agent::Impl final : public v1::Gateway::Service {
     // The parsed objects take ~4-6 times the wire size (a 3.3 MB 100k-rule batch: ~20 MB).
     arena_options.start_block_size = std::clamp<size_t>(wire.Length() * 4, 4096, size_t(64) << 20);
     arena_options.max_block_size = size_t(64) << 20;
-    arena_options.block_alloc = [](size_t n) { return huge_alloc(n); };
-    arena_options.block_dealloc = [](void* p, size_t n) { huge_free(p, n); };
+    arena_options.block_alloc = [](size_t n) { return config::huge_alloc(n); };
+    arena_options.block_dealloc = [](void* p, size_t n) { config::huge_free(p, n); };
     google::protobuf::Arena arena(arena_options);
     const auto t0 = Clock::now();
     auto* req = google::protobuf::Arena::CreateMessage<v1::ApplyRequest>(&arena);

@@ -80,7 +80,7 @@ void reserve_rules(std::vector<config::SteeringRule>& rules, size_t needed) {
   if (capacity <= rules.capacity()) return;
   std::vector<config::SteeringRule> grown;
   grown.reserve(capacity);
-  advise_huge_pages(grown.data(), capacity * sizeof(config::SteeringRule));
+  config::advise_huge_pages(grown.data(), capacity * sizeof(config::SteeringRule));
   grown.insert(grown.end(), std::make_move_iterator(rules.begin()),
                std::make_move_iterator(rules.end()));
   rules.swap(grown);
@@ -124,7 +124,7 @@ void apply_changeset(const Changeset& changes, AgentState& state) {
     position.reserve(position.size() + changes.rules_added);
   }
   for (const auto& [id, rule] : changes.rules) {
-    const uint32_t* at = find_value(position, id);
+    const uint32_t* at = config::find_value(position, id);
     if (rule) {
       if (at) {
         cfg.steering[*at] = *rule;
@@ -171,7 +171,7 @@ void apply_changeset(const Changeset& changes, AgentState& state) {
   }
 }
 
-Batch::Batch(const AgentState& base, const ConfigIndex& index,
+Batch::Batch(const AgentState& base, const config::ConfigIndex& index,
              const google::protobuf::RepeatedPtrField<v1::Change>& changes)
     : base_(base), index_(index), changes_(changes) {}
 
@@ -264,7 +264,7 @@ std::optional<BatchError> Batch::run(Validation validation) {
           return invalid(change_field(i, "delete_steering", "") +
                          ": rule ids are 1..4294967295, not 0");
         }
-        RuleSlot* slot = find_value(rule_slot_, id);
+        RuleSlot* slot = config::find_value(rule_slot_, id);
         const bool exists = slot ? changeset_.rules[slot->slot].second.has_value()
                                  : base_.steering_index->position.contains(id);
         if (!exists) {
@@ -344,7 +344,7 @@ std::optional<BatchError> Batch::run(Validation validation) {
     const config::GatewayConfig& cfg = candidate->config;
     // A deleted policy must not leave rules pointing at it. config::validate() would refuse
     // the result too, but would name the rule; the operator's mistake is the delete.
-    for (const PolicyDelta& d : delta_.policies) {
+    for (const config::PolicyDelta& d : delta_.policies) {
       if (!d.before || d.after) continue;
       for (size_t k = 0; k < cfg.steering.size(); ++k) {
         const config::SteeringRule& r = cfg.steering[k];
@@ -372,9 +372,9 @@ std::optional<BatchError> Batch::still_used(const std::string& policy, uint32_t 
 
 void Batch::build_delta() {
   const config::GatewayConfig& before = base_.config;
-  delta_ = ConfigDelta{};
+  delta_ = config::ConfigDelta{};
   for (const auto& [name, policy] : changeset_.policies) {
-    PolicyDelta d;
+    config::PolicyDelta d;
     for (const config::Policy& p : before.policies)
       if (p.name == name) d.before = &p;
     if (policy) d.after = &*policy;
@@ -382,7 +382,7 @@ void Batch::build_delta() {
     if (d.before || d.after) delta_.policies.push_back(d);
   }
   std::sort(delta_.policies.begin(), delta_.policies.end(),
-            [&](const PolicyDelta& a, const PolicyDelta& b) {
+            [&](const config::PolicyDelta& a, const config::PolicyDelta& b) {
               return policy_change_.at(a.after ? a.after->name : a.before->name) <
                      policy_change_.at(b.after ? b.after->name : b.before->name);
             });
@@ -391,8 +391,8 @@ void Batch::build_delta() {
   delta_.rules.reserve(changeset_.rules.size());
   const auto& position = base_.steering_index->position;
   for (const auto& [id, rule] : changeset_.rules) {
-    RuleDelta d;
-    const uint32_t* at = find_value(position, id);
+    config::RuleDelta d;
+    const uint32_t* at = config::find_value(position, id);
     if (at) d.before = &before.steering[*at];
     if (rule) {
       d.after = &*rule;
@@ -404,12 +404,15 @@ void Batch::build_delta() {
   changeset_.rules_added = appended - before.steering.size();
   // Configuration order, as config::validate() meets them (deletions last): of two rules of
   // the batch with one match, the later is the one refused.
-  std::sort(delta_.rules.begin(), delta_.rules.end(), [](const RuleDelta& a, const RuleDelta& b) {
-    const size_t ka = a.after ? a.after_index : SIZE_MAX, kb = b.after ? b.after_index : SIZE_MAX;
-    return ka != kb ? ka < kb : (a.before ? a.before->id : 0) < (b.before ? b.before->id : 0);
-  });
+  std::sort(delta_.rules.begin(), delta_.rules.end(),
+            [](const config::RuleDelta& a, const config::RuleDelta& b) {
+              const size_t ka = a.after ? a.after_index : SIZE_MAX,
+                           kb = b.after ? b.after_index : SIZE_MAX;
+              return ka != kb ? ka < kb
+                              : (a.before ? a.before->id : 0) < (b.before ? b.before->id : 0);
+            });
   for (const auto& [sid, local_sid] : changeset_.local_sids) {
-    LocalSidDelta d;
+    config::LocalSidDelta d;
     for (const config::LocalSid& ls : before.local_sids)
       if (ls.sid == sid) d.before = &ls;
     if (local_sid) d.after = &*local_sid;
@@ -442,7 +445,7 @@ std::string Batch::describe(const config::ConfigError& e) const {
     } catch (...) {
       id = 0;
     }
-    if (const RuleSlot* slot = find_value(rule_slot_, id)) {
+    if (const RuleSlot* slot = config::find_value(rule_slot_, id)) {
       const v1::Change& c = changes_[slot->change];
       const char* kind = c.has_upsert_steering() ? "upsert_steering" : "delete_steering";
       return change_field(slot->change, kind, c.has_upsert_steering() ? rule_field(rest) : "") +

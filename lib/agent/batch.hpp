@@ -12,10 +12,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/config_index.hpp"
 #include "agent/event_bus.hpp"
-#include "agent/huge_pages.hpp"
-#include "agent/index_map.hpp"
+#include "config/config_index.hpp"
+#include "config/huge_pages.hpp"
+#include "config/index_map.hpp"
 #include "config/model.hpp"
 #include "srv6gw/v1/srv6gw.pb.h"
 
@@ -25,7 +25,7 @@ namespace srv6gw::agent {
 // sorted by id, for paging.
 class SteeringIndex {
  public:
-  IndexMap<uint32_t, uint32_t> position;  // id -> index in config.steering
+  config::IndexMap<uint32_t, uint32_t> position;  // id -> index in config.steering
   // Positions of config.steering ordered by rule id. Thread-safe, built once.
   const std::vector<uint32_t>& by_id(const std::vector<config::SteeringRule>& rules) const;
 
@@ -54,7 +54,7 @@ struct Changeset {
   std::vector<std::pair<std::string, std::optional<config::Policy>>> policies;
   // Up to one entry per rule of a batch (100k: ~10 MB): in huge pages.
   using RuleChange = std::pair<uint32_t, std::optional<config::SteeringRule>>;
-  std::vector<RuleChange, HugePageAllocator<RuleChange>> rules;
+  std::vector<RuleChange, config::HugePageAllocator<RuleChange>> rules;
   std::vector<std::pair<net::Ipv6Addr, std::optional<config::LocalSid>>> local_sids;
   // How many rules the changeset adds to its base (a hint to grow the rule vector and its
   // index once; 0 = unknown).
@@ -85,7 +85,7 @@ enum class Validation : uint8_t { incremental, full };
 class Batch {
  public:
   // `index` describes base.config (incremental validation); it is not changed here.
-  Batch(const AgentState& base, const ConfigIndex& index,
+  Batch(const AgentState& base, const config::ConfigIndex& index,
         const google::protobuf::RepeatedPtrField<v1::Change>& changes);
   ~Batch();
 
@@ -95,7 +95,7 @@ class Batch {
   // live and changeset() is not moved from.
   const Changeset& changeset() const { return changeset_; }
   Changeset take_changeset() { return std::move(changeset_); }
-  const ConfigDelta& delta() const { return delta_; }
+  const config::ConfigDelta& delta() const { return delta_; }
 
   // "changes[3].upsert_policy.segment_lists[0].sids[1]: <message> (<YANG path>)" for an error
   // on a node one of the changes wrote; "configuration refused: <message> (<YANG path>)"
@@ -118,10 +118,10 @@ class Batch {
   void build_delta();
 
   const AgentState& base_;
-  const ConfigIndex& index_;
+  const config::ConfigIndex& index_;
   const google::protobuf::RepeatedPtrField<v1::Change>& changes_;
   Changeset changeset_;
-  ConfigDelta delta_;
+  config::ConfigDelta delta_;
   ChangeCounts counts_;
   Times times_;
   // Which change last wrote each key, for describe().
@@ -131,7 +131,7 @@ class Batch {
     uint32_t slot = 0;
     int change = 0;
   };
-  IndexMap<uint32_t, RuleSlot> rule_slot_;
+  config::IndexMap<uint32_t, RuleSlot> rule_slot_;
   std::map<net::Ipv6Addr, int> local_sid_change_;
 };
 

@@ -21,6 +21,7 @@
 #include "agent/batch.hpp"
 #include "agent/file_io.hpp"
 #include "agent/journal.hpp"
+#include "config/json_output.hpp"
 #include "config/loader.hpp"
 
 namespace srv6gw::agent {

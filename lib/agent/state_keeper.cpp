@@ -62,7 +62,7 @@ StateKeeper::StateKeeper(std::string state_path, StateSink& sink, EventBus& bus,
     : state_path_(std::move(state_path)), sink_(sink), bus_(bus), extras_(std::move(extras)) {
   current_mutable_ = make_state(running, generation);
   current_ = current_mutable_;
-  index_ = ConfigIndex(current_->config);
+  index_ = config::ConfigIndex(current_->config);
   engine_params_from_agent_.store(extras_.engine_params_from_agent);
   // The spare state the first Apply edits (afterwards the previous state serves): copied now,
   // at start, rather than during the first Apply.
@@ -287,7 +287,7 @@ void StateKeeper::roll_back_pending() {
       spdlog::critical(
           "agent: ROLLBACK FAILED, the data plane runs an unpersisted configuration: {}: {}",
           e->path, e->message);
-    index_ = ConfigIndex(restored->config);
+    index_ = config::ConfigIndex(restored->config);
     spare_.reset();
     spare_behind_ = Changeset{};
     current_mutable_ = restored;
@@ -588,7 +588,7 @@ std::optional<Refusal> StateKeeper::apply(
     // O(configuration)); the pointers are valid until the batch and `base` go.
     policy::SteeringDelta steering_delta;
     steering_delta.rules.reserve(batch.delta().rules.size());
-    for (const RuleDelta& d : batch.delta().rules)
+    for (const config::RuleDelta& d : batch.delta().rules)
       steering_delta.rules.push_back({d.before, d.after, d.after_index});
 
     Step step;
@@ -612,7 +612,7 @@ std::optional<Refusal> StateKeeper::apply(
         inverse.policies.emplace_back(d.before ? d.before->name : d.after->name,
                                       d.before ? std::optional(*d.before) : std::nullopt);
       inverse.rules.reserve(delta.rules.size());
-      for (const RuleDelta& d : delta.rules)
+      for (const config::RuleDelta& d : delta.rules)
         inverse.rules.emplace_back(d.before ? d.before->id : d.after->id,
                                    d.before ? std::optional(*d.before) : std::nullopt);
       for (const LocalSidDelta& d : delta.local_sids)
@@ -718,7 +718,7 @@ std::optional<Refusal> StateKeeper::set_engine_params(const EngineParamsEdit& ed
     spare_.reset();
     spare_behind_ = Changeset{};
     current_mutable_ = next;
-    index_ = ConfigIndex(current_mutable_->config);
+    index_ = config::ConfigIndex(current_mutable_->config);
     publish(std::move(next));
   };
   step.event = Event{};

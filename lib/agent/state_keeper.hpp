@@ -38,11 +38,11 @@
 #include <thread>
 
 #include "agent/batch.hpp"
-#include "agent/config_index.hpp"
 #include "agent/event_bus.hpp"
 #include "agent/journal.hpp"
 #include "agent/persist.hpp"
 #include "agent/state_sink.hpp"
+#include "config/config_index.hpp"
 #include "config/model.hpp"
 #include "engine/params.hpp"
 
@@ -222,7 +222,7 @@ class StateKeeper {
   mutable std::mutex state_mutex_;
   std::shared_ptr<const AgentState> current_;  // guarded by state_mutex_
   // Relations between the objects of `current_` for incremental validation.
-  ConfigIndex index_;
+  config::ConfigIndex index_;
   // The state published before `current_` (readers may still hold it) and the changes that
   // turn it into `current_`. The next Apply brings it up to date and edits it into the next
   // state, so that no Apply copies the whole configuration. Null when there is none (start,

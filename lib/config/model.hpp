@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The gateway's configuration as plain C++ values. The YANG/JSON loader produces it, the
-// gRPC agent (later) edits it, `validate()` checks it the same way for both, and the policy
-// compiler turns it into the immutable objects the data plane reads. No libyang, no DPDK.
+// gRPC agent edits it, validate() (config/validate.hpp) checks it the same way for both, and
+// the policy compiler turns it into the immutable objects the data plane reads. No libyang,
+// no DPDK.
 #pragma once
 
 #include <array>
-#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -16,6 +16,7 @@
 #include "engine/params.hpp"
 #include "engine/probe_params.hpp"
 #include "net/addr.hpp"
+#include "net/enum_names.hpp"
 #include "srv6/decap.hpp"
 #include "srv6/encap.hpp"
 
@@ -35,14 +36,47 @@ inline constexpr uint16_t kMaxQueues = 128;
 // SRH Tag bit 15 marks a reflected path id (docs/engine.md): our own ids stay below it.
 inline constexpr uint16_t kMaxPathId = 0x7FFF;
 
-// to_string returns the YANG enum name ("flowlet", "drop", "qp-range"); parse_* accepts it.
-enum class SelectionMode : uint8_t { flow, packet, flowlet, selective, adaptive, balanced };
+// The YANG enum names, each written once here (net/enum_names.hpp): the loader, to_json,
+// telemetry and the command-line tools take them from these lists. to_string returns the
+// name ("flowlet", "drop", "qp-range"); parse_* accepts it.
+#define SRV6GW_SELECTION_MODES(X) \
+  X(flow, "flow")                 \
+  X(packet, "packet")             \
+  X(flowlet, "flowlet")           \
+  X(selective, "selective")       \
+  X(adaptive, "adaptive")         \
+  X(balanced, "balanced")
+enum class SelectionMode : uint8_t { SRV6GW_ENUM_MEMBERS(SRV6GW_SELECTION_MODES) };
+inline constexpr auto kSelectionModeNames = SRV6GW_ENUM_NAMES(SRV6GW_SELECTION_MODES);
 const char* to_string(SelectionMode m);
 std::optional<SelectionMode> parse_selection_mode(std::string_view name);
 
-enum class MissAction : uint8_t { pass, drop };
+#define SRV6GW_MISS_ACTIONS(X) \
+  X(pass, "pass")              \
+  X(drop, "drop")
+enum class MissAction : uint8_t { SRV6GW_ENUM_MEMBERS(SRV6GW_MISS_ACTIONS) };
+inline constexpr auto kMissActionNames = SRV6GW_ENUM_NAMES(SRV6GW_MISS_ACTIONS);
 const char* to_string(MissAction a);
 std::optional<MissAction> parse_miss_action(std::string_view name);
+
+// YANG names of the srv6 enums the configuration uses (their members are srv6's, and
+// srv6::to_string keeps its own diagnostic names, "encaps_red", for logs and telemetry).
+inline constexpr std::array<net::EnumName<srv6::EncapMode>, 3> kEncapModeNames{{
+    {srv6::EncapMode::encaps, "encaps"},
+    {srv6::EncapMode::encaps_red, "encaps-red"},
+    {srv6::EncapMode::usid, "usid"},
+}};
+const char* yang_name(srv6::EncapMode m);
+std::optional<srv6::EncapMode> parse_encap_mode(std::string_view name);
+
+inline constexpr std::array<net::EnumName<srv6::LocalSidBehavior>, 4> kLocalSidBehaviorNames{{
+    {srv6::LocalSidBehavior::end_dx4, "end-dx4"},
+    {srv6::LocalSidBehavior::end_dx6, "end-dx6"},
+    {srv6::LocalSidBehavior::end_dt46, "end-dt46"},
+    {srv6::LocalSidBehavior::end_probe, "end-probe"},
+}};
+const char* yang_name(srv6::LocalSidBehavior b);
+std::optional<srv6::LocalSidBehavior> parse_local_sid_behavior(std::string_view name);
 
 struct SegmentList {
   std::string name;
@@ -74,12 +108,15 @@ struct Policy {
 };
 bool operator==(const Policy& a, const Policy& b);  // srv6::UsidFormat has no operator==
 
-enum class SteeringKind : uint8_t {
-  exact,       // (dst, dest_qp)
-  dst_any_qp,  // (dst, any QP)
-  qp_range,    // dest_qp in [qp_low, qp_high], optionally for one dst
-  prefix,      // longest-prefix match on dst
-};
+// exact: (dst, dest_qp); dst-any-qp: (dst, any QP); qp-range: dest_qp in [qp_low, qp_high],
+// optionally for one dst; prefix: longest-prefix match on dst.
+#define SRV6GW_STEERING_KINDS(X) \
+  X(exact, "exact")              \
+  X(dst_any_qp, "dst-any-qp")    \
+  X(qp_range, "qp-range")        \
+  X(prefix, "prefix")
+enum class SteeringKind : uint8_t { SRV6GW_ENUM_MEMBERS(SRV6GW_STEERING_KINDS) };
+inline constexpr auto kSteeringKindNames = SRV6GW_ENUM_NAMES(SRV6GW_STEERING_KINDS);
 const char* to_string(SteeringKind k);
 std::optional<SteeringKind> parse_steering_kind(std::string_view name);
 
@@ -149,62 +186,15 @@ struct ConfigError {
   friend bool operator==(const ConfigError&, const ConfigError&) = default;
 };
 
-// Semantic checks shared by the file loader and the gRPC agent: SID counts, weights, modes,
-// references to unknown policies, duplicates, capacity limits. Returns the first error.
-std::optional<ConfigError> validate(const GatewayConfig& cfg);
-
-// The parts of validate() that look at one object alone (with the gateway-wide settings
-// it depends on: source address, hop limit, capacities/max-sids). validate() runs them on
-// every object; the gRPC agent runs them only on the objects a batch changes and checks
-// the relations between objects (unique keys, matches and path ids, references, capacities,
-// overlaps) against indexes of the running configuration (lib/agent/config_index.hpp).
-std::optional<ConfigError> check_policy(const GatewayConfig& settings, const Policy& p);
-// `index` (0-based position) only names rules without an id.
-std::optional<ConfigError> check_rule(const SteeringRule& r, size_t index);
-std::optional<ConfigError> check_local_sid(const LocalSid& ls);
-
-// Messages of the cross-object refusals, shared so both validations word them alike.
-std::string local_sid_conflict(const net::Ipv6Addr& sid, std::string_view policy,
-                               std::string_view segment_list);
-std::string path_id_conflict(uint16_t path_id, std::string_view policy,
-                             std::string_view segment_list);
-
-// What a steering rule matches on; two rules with equal matches are duplicates. Fields
-// a kind does not match on are zero.
-struct SteeringMatch {
-  SteeringKind kind = SteeringKind::exact;
-  net::Family family = net::Family::none;
-  bool has_dst = false;
-  uint8_t prefix_len = 0;
-  int16_t dscp = -1;  // -1 = any
-  std::array<uint8_t, 16> dst{};
-  uint32_t dest_qp = 0, qp_low = 0, qp_high = 0;
-  friend bool operator==(const SteeringMatch&, const SteeringMatch&) = default;
-  friend auto operator<=>(const SteeringMatch&, const SteeringMatch&) = default;
-};
-struct SteeringMatchHash {
-  size_t operator()(const SteeringMatch& m) const;
-};
-SteeringMatch steering_match(const SteeringRule& r);
-// QP ranges of one scope (destination or none, DSCP) must not overlap: the scope of a
-// qp-range rule (its match without the range).
-SteeringMatch qp_range_scope(const SteeringRule& r);
-
-// Rules per table, against capacities.
-struct SteeringCounts {
-  int64_t exact = 0, lpm4 = 0, lpm6 = 0, qp_ranges = 0;
-  void add(const SteeringRule& r, int delta);
-  // The refusal naming `r` when the table `r` goes into is over capacity.
-  std::optional<ConfigError> check(const Capacities& caps, const SteeringRule& r,
-                                   size_t index) const;
-};
-
-// YANG instance paths of configuration nodes, for errors raised outside validate() (the
-// agent's own checks) so that every refusal names nodes the same way.
+// YANG instance paths of configuration nodes, so that every refusal (validate(), the
+// agent's own checks) names nodes the same way.
+inline constexpr const char* kRootPath = "/srv6gw:gateway";
 std::string policy_path(std::string_view policy);
 std::string segment_list_path(std::string_view policy, std::string_view segment_list);
 // rule[id='7'], or rule[N] (1-based position among cfg.steering) when the rule has no id.
 std::string rule_path(const SteeringRule& rule, size_t index);
 std::string local_sid_path(const net::Ipv6Addr& sid);
+// One SID of a segment list: <segment_list_path>/sid[.='fc00::1'].
+std::string sid_path(const std::string& segment_list_path, const net::Ipv6Addr& sid);
 
 }  // namespace srv6gw::config

@@ -19,22 +19,28 @@ inline constexpr size_t kExtMinLen = 8;     // every IPv6 extension header is a 
 inline constexpr size_t kSrhFixedLen = 8;   // SRH before its segment list
 inline constexpr size_t kUdpHeaderLen = 8;
 inline constexpr size_t kBthLen = 12;
+inline constexpr size_t kRethLen = 16;  // RDMA extended transport header
+inline constexpr size_t kAethLen = 4;   // ACK extended transport header
 inline constexpr size_t kIcrcLen = 4;
 inline constexpr size_t kMaxL3Len = 0xFFFF;
+inline constexpr size_t kMinEthFrameLen = 60;  // without FCS: shorter frames are padded
 
 // Ethertypes.
 inline constexpr uint16_t kEthTypeIpv4 = 0x0800;
 inline constexpr uint16_t kEthTypeIpv6 = 0x86DD;
+inline constexpr uint16_t kEthTypeArp = 0x0806;
 inline constexpr uint16_t kEthTypeVlan = 0x8100;  // 802.1Q
 inline constexpr uint16_t kEthTypeQinQ = 0x88A8;  // 802.1ad
 
 // IP protocol / IPv6 next-header numbers.
 inline constexpr uint8_t kProtoHopByHop = 0;
 inline constexpr uint8_t kProtoIpv4 = 4;  // IPv4-in-IPv6 (inner next header)
+inline constexpr uint8_t kProtoTcp = 6;
 inline constexpr uint8_t kProtoUdp = 17;
 inline constexpr uint8_t kProtoIpv6 = 41;  // IPv6-in-IPv6
 inline constexpr uint8_t kProtoRouting = 43;
 inline constexpr uint8_t kProtoFragment = 44;
+inline constexpr uint8_t kProtoIcmpv6 = 58;
 inline constexpr uint8_t kProtoNoNext = 59;
 inline constexpr uint8_t kProtoDestOpts = 60;
 inline constexpr uint8_t kSrhRoutingType = 4;  // routing type of the SRH (RFC 8754)

@@ -110,10 +110,9 @@ Topology map_topology(const lyd_node* top) {
             if (gn == "probe-sid") gw.probe_sid = as_ipv6(g);
             if (gn == "agent") gw.agent = std::string(value_of(g));
             if (gn == "decap-behavior") {
-              const auto v = value_of(g);
-              gw.decap_behavior = v == "end-dx4"   ? srv6::LocalSidBehavior::end_dx4
-                                  : v == "end-dx6" ? srv6::LocalSidBehavior::end_dx6
-                                                   : srv6::LocalSidBehavior::end_dt46;
+              auto b = config::parse_local_sid_behavior(value_of(g));
+              if (!b) fail(g, "unknown behavior");
+              gw.decap_behavior = *b;
             }
             if (gn == "locator") {
               const auto v = value_of(g);
@@ -139,7 +138,11 @@ Topology map_topology(const lyd_node* top) {
           if (fn == "b") p.b = std::string(value_of(f));
           if (fn == "members") p.link.members = as_uint<uint16_t>(f);
           if (fn == "member-gbps") p.link.member_mbps = as_mbps(f);
-          if (fn == "state") p.link.state = value_of(f) == "down" ? LinkState::down : LinkState::up;
+          if (fn == "state") {
+            auto s = parse_link_state(value_of(f));
+            if (!s) fail(f, "unknown link state");
+            p.link.state = *s;
+          }
           if (fn == "members-up") {
             p.link.members_up = as_uint<uint16_t>(f);
             p.members_up_set = true;
@@ -258,8 +261,7 @@ std::string to_json(const Topology& t) {
       << ", \"locator\": " << str(net::to_string(g.locator) + "/" + std::to_string(g.locator_len))
       << ", \"decap-sid\": " << str(net::to_string(g.decap_sid));
     if (g.decap_behavior != srv6::LocalSidBehavior::end_dt46) {
-      o << ", \"decap-behavior\": "
-        << str(g.decap_behavior == srv6::LocalSidBehavior::end_dx4 ? "end-dx4" : "end-dx6");
+      o << ", \"decap-behavior\": " << str(config::yang_name(g.decap_behavior));
     }
     if (g.usid) o << ", \"usid\": " << str(net::to_string(*g.usid));
     if (g.probe_sid) o << ", \"probe-sid\": " << str(net::to_string(*g.probe_sid));
@@ -274,7 +276,7 @@ std::string to_json(const Topology& t) {
       << ", \"b\": " << str(t.node(l.b).name);
     if (l.members != 1) o << ", \"members\": " << l.members;
     o << ", \"member-gbps\": " << str(gbps_text(l.member_mbps));
-    if (l.state == LinkState::down) o << ", \"state\": \"down\"";
+    if (l.state != LinkState::up) o << ", \"state\": " << str(to_string(l.state));
     if (l.members_up != l.members) o << ", \"members-up\": " << l.members_up;
     if (l.capacity_override_mbps) {
       o << ", \"capacity-gbps\": " << str(gbps_text(*l.capacity_override_mbps));

@@ -12,28 +12,19 @@
 namespace srv6gw::pathalg {
 
 const char* to_string(Role r) {
-  switch (r) {
-    case Role::host:
-      return "host";
-    case Role::leaf:
-      return "leaf";
-    case Role::spine:
-      return "spine";
-    case Role::super_spine:
-      return "super-spine";
-  }
-  return "unknown";
+  return net::enum_name(kRoleNames, r);
 }
 
 std::optional<Role> parse_role(std::string_view name) {
-  for (Role r : {Role::host, Role::leaf, Role::spine, Role::super_spine}) {
-    if (name == to_string(r)) return r;
-  }
-  return std::nullopt;
+  return net::parse_enum<Role>(kRoleNames, name);
 }
 
 const char* to_string(LinkState s) {
-  return s == LinkState::up ? "up" : "down";
+  return net::enum_name(kLinkStateNames, s);
+}
+
+std::optional<LinkState> parse_link_state(std::string_view name) {
+  return net::parse_enum<LinkState>(kLinkStateNames, name);
 }
 
 NodeId Topology::add_node(Node n) {

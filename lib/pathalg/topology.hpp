@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "net/addr.hpp"
+#include "net/enum_names.hpp"
 #include "srv6/decap.hpp"
 #include "srv6/encap.hpp"
 
@@ -44,8 +45,14 @@ inline constexpr DirLinkId backward(LinkId l) {
   return l << 1 | 1;
 }
 
-enum class Role : uint8_t { host, leaf, spine, super_spine };
-// YANG enum names: "host", "leaf", "spine", "super-spine".
+// YANG enum names (a switch's role; "host" is the hosts list's).
+#define SRV6GW_PATHALG_ROLES(X) \
+  X(host, "host")               \
+  X(leaf, "leaf")               \
+  X(spine, "spine")             \
+  X(super_spine, "super-spine")
+enum class Role : uint8_t { SRV6GW_ENUM_MEMBERS(SRV6GW_PATHALG_ROLES) };
+inline constexpr auto kRoleNames = SRV6GW_ENUM_NAMES(SRV6GW_PATHALG_ROLES);
 const char* to_string(Role r);
 std::optional<Role> parse_role(std::string_view name);
 
@@ -77,8 +84,13 @@ struct Node {
   bool is_host() const { return role == Role::host; }
 };
 
-enum class LinkState : uint8_t { up, down };
+#define SRV6GW_PATHALG_LINK_STATES(X) \
+  X(up, "up")                         \
+  X(down, "down")
+enum class LinkState : uint8_t { SRV6GW_ENUM_MEMBERS(SRV6GW_PATHALG_LINK_STATES) };
+inline constexpr auto kLinkStateNames = SRV6GW_ENUM_NAMES(SRV6GW_PATHALG_LINK_STATES);
 const char* to_string(LinkState s);
+std::optional<LinkState> parse_link_state(std::string_view name);
 
 struct Link {
   NodeId a = kNoNode, b = kNoNode;

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <unordered_map>
 
+#include "config/validate.hpp"
+
 namespace srv6gw::policy {
 
 namespace {

@@ -18,6 +18,7 @@
 
 #include "agent/agent.hpp"
 #include "config/model.hpp"
+#include "config/validate.hpp"
 #include "net/addr.hpp"
 #include "srv6gw/v1/srv6gw.grpc.pb.h"
 

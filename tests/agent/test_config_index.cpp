@@ -13,8 +13,8 @@
 #include <random>
 
 #include "agent/batch.hpp"
-#include "agent/config_index.hpp"
 #include "agent_test_util.hpp"
+#include "config/config_index.hpp"
 
 using namespace srv6gw;
 using namespace srv6gw::agent;
@@ -143,7 +143,7 @@ TEST(ConfigIndex, RandomBatchesAreJudgedLikeFullValidation) {
   for (uint32_t seed = 1; seed <= 8; ++seed) {
     BatchGen gen(seed);
     auto state = make_state(small_capacities(), 0);
-    ConfigIndex index(state->config);
+    config::ConfigIndex index(state->config);
     // As the agent does: the previous state and the changes it is behind by.
     std::shared_ptr<AgentState> spare;
     Changeset behind;
@@ -203,7 +203,7 @@ TEST(ConfigIndex, CrossObjectRefusalsNameTheSameNode) {
   config::GatewayConfig cfg = test::base_config();
   cfg.capacities.qp_ranges = 8;
   auto state = make_state(cfg, 0);
-  ConfigIndex index(state->config);
+  config::ConfigIndex index(state->config);
   {
     v1::ApplyRequest setup;
     *setup.add_changes()->mutable_upsert_steering() = test::exact_rule(5, "10.0.0.1", 7, "base");

@@ -26,8 +26,10 @@
 
 #include "agent/batch.hpp"
 #include "agent/convert.hpp"
+#include "config/json_output.hpp"
 #include "config/loader.hpp"
 #include "config/model.hpp"
+#include "config/validate.hpp"
 #include "fuzz_util.hpp"
 #include "srv6gw/v1/srv6gw.pb.h"
 
@@ -43,7 +45,7 @@ namespace {
 
 struct Base {
   std::shared_ptr<agent::AgentState> state;
-  agent::ConfigIndex index;
+  config::ConfigIndex index;
 };
 
 const Base& base_state() {
@@ -58,7 +60,7 @@ const Base& base_state() {
     }
     Base b;
     b.state = agent::make_state(std::move(std::get<config::GatewayConfig>(loaded)), 7);
-    b.index = agent::ConfigIndex(b.state->config);
+    b.index = config::ConfigIndex(b.state->config);
     return b;
   }();
   return base;
@@ -165,7 +167,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   FUZZ_CHECK(next->steering_index->position.size() == cfg.steering.size());
   for (size_t k = 0; k < cfg.steering.size(); ++k) {
-    const uint32_t* at = agent::find_value(next->steering_index->position, cfg.steering[k].id);
+    const uint32_t* at = config::find_value(next->steering_index->position, cfg.steering[k].id);
     FUZZ_CHECK(at && *at == k);
   }
   return 0;

@@ -8,8 +8,10 @@
 #include <string_view>
 #include <variant>
 
+#include "config/json_output.hpp"
 #include "config/loader.hpp"
 #include "config/model.hpp"
+#include "config/validate.hpp"
 #include "fuzz_util.hpp"
 
 namespace config = srv6gw::config;

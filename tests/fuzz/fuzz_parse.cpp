@@ -19,8 +19,6 @@ using srv6gw::net::PacketInfo;
 using srv6gw::net::ParseStatus;
 namespace net = srv6gw::net;
 
-constexpr size_t kUdpHeaderLen = 8;
-
 bool l3_status(ParseStatus s) {
   return s != ParseStatus::truncated_eth && s != ParseStatus::truncated_vlan &&
          s != ParseStatus::too_many_vlans && s != ParseStatus::not_ip;
@@ -63,10 +61,10 @@ void check_info(std::span<const uint8_t> frame, size_t l3, ParseStatus st, const
   FUZZ_CHECK(info.udp_dport == net::kRoceV2Port);
   // Ordered: L3 < L4 < BTH, and BTH + ICRC inside the UDP datagram inside the IP packet.
   FUZZ_CHECK(info.l3_offset < info.l4_offset);
-  FUZZ_CHECK(info.bth_offset == info.l4_offset + kUdpHeaderLen);
+  FUZZ_CHECK(info.bth_offset == info.l4_offset + net::kUdpHeaderLen);
   const uint8_t* udp = frame.data() + info.l4_offset;
   const size_t udp_len = srv6gw::fuzz::be16(udp + 4);
-  FUZZ_CHECK(udp_len >= kUdpHeaderLen + net::kBthLen + net::kIcrcLen);
+  FUZZ_CHECK(udp_len >= net::kUdpHeaderLen + net::kBthLen + net::kIcrcLen);
   FUZZ_CHECK(info.l4_offset + udp_len <= l3_end);
   FUZZ_CHECK(info.udp_sport == srv6gw::fuzz::be16(udp));
   const uint8_t* bth = frame.data() + info.bth_offset;

@@ -4,13 +4,14 @@
 #include <algorithm>
 #include <cstring>
 
+#include "net/headers.hpp"
+
 namespace srv6gw::rocegen {
 
 namespace {
 
 constexpr uint32_t kPsnMask = 0xffffff;
 constexpr uint8_t kOpAck = 0x11;
-constexpr uint8_t kOpCnp = 0x81;
 constexpr uint8_t kSyndromeMask = 0xe0;
 constexpr uint8_t kSyndromeAck = 0x00;
 constexpr uint8_t kSyndromeNak = 0x60;  // NAK: PSN sequence error
@@ -237,14 +238,14 @@ bool ClosedLoopSender::on_frame(std::span<const uint8_t> f, uint64_t now_ns) {
   net::Ipv4Addr src{};
   std::memcpy(src.bytes.data(), f.data() + l3 + 12, 4);
   const uint64_t idx = uint64_t(dest_qp) - spec_.dest_qp_base;
-  if ((opcode != kOpAck && opcode != kOpCnp) || dest_qp < spec_.dest_qp_base ||
+  if ((opcode != kOpAck && opcode != net::kBthOpcodeCnp) || dest_qp < spec_.dest_qp_base ||
       idx >= qps_.size() || qps_[idx].peer == spec_.rank ||
       spec_.ranks[qps_[idx].peer].bytes != src.bytes) {
     ++counters_.ignored_frames;
     return false;
   }
   Qp& q = qps_[idx];
-  if (opcode == kOpCnp) {
+  if (opcode == net::kBthOpcodeCnp) {
     ++counters_.cnps;
     if (q.rp) {
       const uint64_t cuts = q.rp->counters().rate_cuts;

@@ -8,29 +8,13 @@
 #include <charconv>
 #include <cstring>
 
+#include "net/headers.hpp"
 #include "net/icrc.hpp"
 
 namespace srv6gw::rocegen {
 namespace {
 
-constexpr size_t kEthLen = 14;
-constexpr size_t kVlanLen = 4;
-constexpr size_t kIpv4Len = 20;
-constexpr size_t kIpv6Len = 40;
-constexpr size_t kUdpLen = 8;
-constexpr size_t kBthLen = 12;
-constexpr size_t kRethLen = 16;
-constexpr size_t kAethLen = 4;
-constexpr size_t kCnpReservedLen = 16;
-constexpr size_t kIcrcLen = 4;
-constexpr size_t kMinEthFrame = 60;  // without FCS
-constexpr uint16_t kEthTypeIpv4 = 0x0800;
-constexpr uint16_t kEthTypeIpv6 = 0x86dd;
-constexpr uint16_t kEthTypeArp = 0x0806;
-constexpr uint16_t kEthTypeVlan = 0x8100;
-constexpr uint8_t kProtoTcp = 6;
-constexpr uint8_t kProtoUdp = 17;
-constexpr uint8_t kProtoIcmpv6 = 58;
+constexpr size_t kCnpReservedLen = 16;  // CNP payload after the BTH (annex A17)
 // A multi-packet message (write-first ... write-last) is modelled as this many packets when
 // the RETH of its first packet announces the total DMA length.
 constexpr uint32_t kPacketsPerMessage = 4;
@@ -72,15 +56,15 @@ uint16_t fold(uint32_t acc) {
 }
 
 size_t l2_len(const FlowAddress& flow) {
-  return kEthLen + (flow.vlan_tci ? kVlanLen : 0);
+  return net::kEthHeaderLen + (flow.vlan_tci ? net::kVlanTagLen : 0);
 }
 size_t l3_len(net::Family family) {
-  return family == net::Family::ipv4 ? kIpv4Len : kIpv6Len;
+  return family == net::Family::ipv4 ? net::kIpv4MinHeaderLen : net::kIpv6HeaderLen;
 }
 
 size_t transport_header_len(Opcode op) {
   const OpcodeLayout l = layout_of(op);
-  return kBthLen + (l.reth ? kRethLen : 0) + (l.aeth ? kAethLen : 0) +
+  return net::kBthLen + (l.reth ? net::kRethLen : 0) + (l.aeth ? net::kAethLen : 0) +
          (l.cnp ? kCnpReservedLen : 0);
 }
 
@@ -91,9 +75,9 @@ size_t write_l2(const FlowAddress& flow, const net::MacAddr& dst_mac, uint16_t e
   std::memcpy(p + 6, flow.src_mac.bytes.data(), 6);
   size_t off = 12;
   if (flow.vlan_tci) {
-    store16(p + off, kEthTypeVlan);
+    store16(p + off, net::kEthTypeVlan);
     store16(p + off + 2, *flow.vlan_tci);
-    off += kVlanLen;
+    off += net::kVlanTagLen;
   }
   store16(p + off, ethertype);
   return off + 2;
@@ -106,7 +90,7 @@ size_t write_ip(const FlowAddress& flow, uint8_t tos, uint8_t ttl, uint8_t proto
   if (flow.src.family == net::Family::ipv4) {
     p[0] = 0x45;
     p[1] = tos;
-    store16(p + 2, uint16_t(kIpv4Len + payload_len));
+    store16(p + 2, uint16_t(net::kIpv4MinHeaderLen + payload_len));
     store16(p + 4, flow.ip_id);
     store16(p + 6, 0x4000);  // DF: RoCE must never be fragmented
     p[8] = ttl;
@@ -114,8 +98,8 @@ size_t write_ip(const FlowAddress& flow, uint8_t tos, uint8_t ttl, uint8_t proto
     store16(p + 10, 0);
     std::memcpy(p + 12, flow.src.bytes.data(), 4);
     std::memcpy(p + 16, dst, 4);
-    store16(p + 10, fold(sum16(p, kIpv4Len)));
-    return kIpv4Len;
+    store16(p + 10, fold(sum16(p, net::kIpv4MinHeaderLen)));
+    return net::kIpv4MinHeaderLen;
   }
   store32(p, 6u << 28 | uint32_t(tos) << 20 | (flow.flow_label & 0xfffff));
   store16(p + 4, uint16_t(payload_len));
@@ -123,7 +107,7 @@ size_t write_ip(const FlowAddress& flow, uint8_t tos, uint8_t ttl, uint8_t proto
   p[7] = ttl;
   std::memcpy(p + 8, flow.src.bytes.data(), 16);
   std::memcpy(p + 24, dst, 16);
-  return kIpv6Len;
+  return net::kIpv6HeaderLen;
 }
 
 // TCP/UDP/ICMPv6 checksum with the pseudo-header of the IP header at `ip`.
@@ -298,14 +282,15 @@ const char* to_string(NonRoceKind kind) {
 // Single frames
 
 size_t roce_frame_len(const FlowAddress& flow, const RoceFields& roce) {
-  return l2_len(flow) + l3_len(flow.src.family) + kUdpLen + transport_header_len(roce.opcode) +
-         (layout_of(roce.opcode).payload ? roce.payload_len : 0) + kIcrcLen;
+  return l2_len(flow) + l3_len(flow.src.family) + net::kUdpHeaderLen +
+         transport_header_len(roce.opcode) +
+         (layout_of(roce.opcode).payload ? roce.payload_len : 0) + net::kIcrcLen;
 }
 
 uint32_t payload_len_for(size_t requested_frame_len, const FlowAddress& flow, Opcode opcode) {
   if (!layout_of(opcode).payload) return 0;
-  const size_t headers =
-      l2_len(flow) + l3_len(flow.src.family) + kUdpLen + transport_header_len(opcode) + kIcrcLen;
+  const size_t headers = l2_len(flow) + l3_len(flow.src.family) + net::kUdpHeaderLen +
+                         transport_header_len(opcode) + net::kIcrcLen;
   if (requested_frame_len <= headers) return 0;
   return uint32_t((requested_frame_len - headers) & ~size_t(3));
 }
@@ -321,18 +306,19 @@ size_t build_roce_frame(const FlowAddress& flow, const RoceFields& roce, std::sp
   if (len > kMaxFrameLen || len > out.size()) return 0;
 
   uint8_t* p = out.data();
-  const uint16_t ethertype = family == net::Family::ipv4 ? kEthTypeIpv4 : kEthTypeIpv6;
+  const uint16_t ethertype = family == net::Family::ipv4 ? net::kEthTypeIpv4 : net::kEthTypeIpv6;
   const size_t l3 = write_l2(flow, flow.dst_mac, ethertype, p);
-  const size_t udp_len = kUdpLen + transport_header_len(roce.opcode) + payload_len + kIcrcLen;
+  const size_t udp_len =
+      net::kUdpHeaderLen + transport_header_len(roce.opcode) + payload_len + net::kIcrcLen;
   const uint8_t tos = uint8_t((flow.dscp & 0x3f) << 2 | (flow.ecn & 0x3));
   const size_t l4 =
-      l3 + write_ip(flow, tos, flow.ttl, kProtoUdp, udp_len, flow.dst.bytes.data(), p + l3);
+      l3 + write_ip(flow, tos, flow.ttl, net::kProtoUdp, udp_len, flow.dst.bytes.data(), p + l3);
   store16(p + l4, flow.udp_sport);
-  store16(p + l4 + 2, kRoceUdpPort);
+  store16(p + l4 + 2, net::kRoceV2Port);
   store16(p + l4 + 4, uint16_t(udp_len));
   store16(p + l4 + 6, 0);  // RoCEv2 senders leave the UDP checksum zero; the ICRC covers it
 
-  uint8_t* bth = p + l4 + kUdpLen;
+  uint8_t* bth = p + l4 + net::kUdpHeaderLen;
   bth[0] = uint8_t(roce.opcode);
   bth[1] = uint8_t((roce.mig_req ? 0x40 : 0));  // SE 0, pad count 0, TVer 0
   store16(bth + 2, roce.pkey);
@@ -340,17 +326,17 @@ size_t build_roce_frame(const FlowAddress& flow, const RoceFields& roce, std::sp
   store24(bth + 5, roce.dest_qp & 0xffffff);
   bth[8] = roce.ack_req ? 0x80 : 0;
   store24(bth + 9, roce.psn & 0xffffff);
-  uint8_t* q = bth + kBthLen;
+  uint8_t* q = bth + net::kBthLen;
   if (layout.reth) {
     store64(q, roce.reth.virtual_address);
     store32(q + 8, roce.reth.r_key);
     store32(q + 12, roce.reth.dma_length);
-    q += kRethLen;
+    q += net::kRethLen;
   }
   if (layout.aeth) {
     q[0] = roce.aeth.syndrome;
     store24(q + 1, roce.aeth.msn & 0xffffff);
-    q += kAethLen;
+    q += net::kAethLen;
   }
   if (layout.cnp) {
     std::memset(q, 0, kCnpReservedLen);
@@ -358,7 +344,7 @@ size_t build_roce_frame(const FlowAddress& flow, const RoceFields& roce, std::sp
   }
   fill_payload(q, payload_len, roce.payload_seed);
   q += payload_len;
-  std::memset(q, 0, kIcrcLen);
+  std::memset(q, 0, net::kIcrcLen);
   net::roce_icrc_fill(std::span<uint8_t>(p + l3, len - l3), family);
   return len;
 }
@@ -374,10 +360,10 @@ size_t build_non_roce_frame(NonRoceKind kind, const FlowAddress& flow, std::span
     case NonRoceKind::arp_request: {
       if (family != net::Family::ipv4) return 0;
       const net::MacAddr broadcast{{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}};
-      const size_t off = write_l2(flow, broadcast, kEthTypeArp, p);
+      const size_t off = write_l2(flow, broadcast, net::kEthTypeArp, p);
       uint8_t* a = p + off;
       store16(a, 1);  // Ethernet
-      store16(a + 2, kEthTypeIpv4);
+      store16(a + 2, net::kEthTypeIpv4);
       a[4] = 6;
       a[5] = 4;
       store16(a + 6, 1);  // request
@@ -395,11 +381,11 @@ size_t build_non_roce_frame(NonRoceKind kind, const FlowAddress& flow, std::span
       uint8_t group[16] = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0xff};
       std::memcpy(group + 13, target.data() + 13, 3);
       const net::MacAddr group_mac{{0x33, 0x33, 0xff, target[13], target[14], target[15]}};
-      const size_t l3 = write_l2(flow, group_mac, kEthTypeIpv6, p);
+      const size_t l3 = write_l2(flow, group_mac, net::kEthTypeIpv6, p);
       constexpr size_t kNsLen = 32;  // header 8 + target 16 + source link-layer option 8
       FlowAddress nd = flow;
       nd.flow_label = 0;
-      const size_t l4 = l3 + write_ip(nd, 0, 255, kProtoIcmpv6, kNsLen, group, p + l3);
+      const size_t l4 = l3 + write_ip(nd, 0, 255, net::kProtoIcmpv6, kNsLen, group, p + l3);
       uint8_t* icmp = p + l4;
       icmp[0] = 135;  // neighbour solicitation
       icmp[1] = 0;
@@ -407,16 +393,17 @@ size_t build_non_roce_frame(NonRoceKind kind, const FlowAddress& flow, std::span
       icmp[24] = 1;  // source link-layer address option, 1 unit of 8 bytes
       icmp[25] = 1;
       std::memcpy(icmp + 26, flow.src_mac.bytes.data(), 6);
-      store16(icmp + 2, l4_checksum(p + l3, family, kProtoIcmpv6, icmp, kNsLen));
+      store16(icmp + 2, l4_checksum(p + l3, family, net::kProtoIcmpv6, icmp, kNsLen));
       len = l4 + kNsLen;
       break;
     }
     case NonRoceKind::tcp_syn: {
-      const uint16_t ethertype = family == net::Family::ipv4 ? kEthTypeIpv4 : kEthTypeIpv6;
+      const uint16_t ethertype =
+          family == net::Family::ipv4 ? net::kEthTypeIpv4 : net::kEthTypeIpv6;
       const size_t l3 = write_l2(flow, flow.dst_mac, ethertype, p);
       constexpr size_t kTcpLen = 24;  // header + MSS option
       const size_t l4 =
-          l3 + write_ip(flow, 0, flow.ttl, kProtoTcp, kTcpLen, flow.dst.bytes.data(), p + l3);
+          l3 + write_ip(flow, 0, flow.ttl, net::kProtoTcp, kTcpLen, flow.dst.bytes.data(), p + l3);
       uint8_t* t = p + l4;
       store16(t, flow.udp_sport);
       store16(t + 2, 22);  // a management session toward the remote host
@@ -428,30 +415,31 @@ size_t build_non_roce_frame(NonRoceKind kind, const FlowAddress& flow, std::span
       t[20] = 2;  // MSS
       t[21] = 4;
       store16(t + 22, family == net::Family::ipv4 ? 1460 : 1440);
-      store16(t + 16, l4_checksum(p + l3, family, kProtoTcp, t, kTcpLen));
+      store16(t + 16, l4_checksum(p + l3, family, net::kProtoTcp, t, kTcpLen));
       len = l4 + kTcpLen;
       break;
     }
     case NonRoceKind::udp_other: {
-      const uint16_t ethertype = family == net::Family::ipv4 ? kEthTypeIpv4 : kEthTypeIpv6;
+      const uint16_t ethertype =
+          family == net::Family::ipv4 ? net::kEthTypeIpv4 : net::kEthTypeIpv6;
       const size_t l3 = write_l2(flow, flow.dst_mac, ethertype, p);
       constexpr char kText[] = "srv6gw pass-through probe";
       constexpr size_t kDataLen = sizeof kText - 1;
-      const size_t udp_len = kUdpLen + kDataLen;
+      const size_t udp_len = net::kUdpHeaderLen + kDataLen;
       const size_t l4 =
-          l3 + write_ip(flow, 0, flow.ttl, kProtoUdp, udp_len, flow.dst.bytes.data(), p + l3);
+          l3 + write_ip(flow, 0, flow.ttl, net::kProtoUdp, udp_len, flow.dst.bytes.data(), p + l3);
       uint8_t* u = p + l4;
       store16(u, flow.udp_sport);
       store16(u + 2, 9);  // discard
       store16(u + 4, uint16_t(udp_len));
-      std::memcpy(u + kUdpLen, kText, kDataLen);
-      uint16_t sum = l4_checksum(p + l3, family, kProtoUdp, u, udp_len);
+      std::memcpy(u + net::kUdpHeaderLen, kText, kDataLen);
+      uint16_t sum = l4_checksum(p + l3, family, net::kProtoUdp, u, udp_len);
       store16(u + 6, sum == 0 ? 0xffff : sum);
       len = l4 + udp_len;
       break;
     }
   }
-  len = std::max(len, kMinEthFrame);
+  len = std::max(len, net::kMinEthFrameLen);
   if (len > out.size()) return 0;
   std::memcpy(out.data(), frame, len);
   return len;
@@ -531,9 +519,9 @@ std::optional<std::vector<WeightedSize>> parse_size_mix(std::string_view text, s
       error = "sizes: bad weight in '" + std::string(item) + "' (want BYTES:1..1000000)";
       return std::nullopt;
     }
-    if (!parse_number(number, len) || len < kMinEthFrame || len > kMaxFrameLen) {
+    if (!parse_number(number, len) || len < net::kMinEthFrameLen || len > kMaxFrameLen) {
       error = "sizes: '" + std::string(number) + "' is not a frame length in " +
-              std::to_string(kMinEthFrame) + ".." + std::to_string(kMaxFrameLen);
+              std::to_string(net::kMinEthFrameLen) + ".." + std::to_string(kMaxFrameLen);
       return std::nullopt;
     }
     mix.push_back({len, weight});
@@ -558,9 +546,9 @@ std::string validate(const GenSpec& spec) {
   }
   for (const auto& s : spec.sizes) {
     if (s.weight == 0) return "sizes: weight of " + std::to_string(s.frame_len) + " is 0";
-    if (s.frame_len < kMinEthFrame || s.frame_len > kMaxFrameLen)
+    if (s.frame_len < net::kMinEthFrameLen || s.frame_len > kMaxFrameLen)
       return "sizes: " + std::to_string(s.frame_len) + " is not a frame length in " +
-             std::to_string(kMinEthFrame) + ".." + std::to_string(kMaxFrameLen);
+             std::to_string(net::kMinEthFrameLen) + ".." + std::to_string(kMaxFrameLen);
   }
   if (spec.vlan_id && *spec.vlan_id > 4094) return "vlan: VLAN id must be 0..4094";
   if (spec.vlan_pcp > 7) return "pcp: must be 0..7";

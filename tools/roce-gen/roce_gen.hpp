@@ -67,7 +67,6 @@ struct OpcodeLayout {
 };
 OpcodeLayout layout_of(Opcode op);
 
-inline constexpr uint16_t kRoceUdpPort = 4791;
 inline constexpr size_t kMaxFrameLen = 9216;  // jumbo; a 4096-MTU RoCE frame is ~4.2 KB
 
 // Layer 2-4 identity of one queue pair's packets.

@@ -8,11 +8,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "config/json_output.hpp"
 #include "config/loader.hpp"
+#include "config/validate.hpp"
 
 #ifndef SRV6GW_SOURCE_ROOT
 #error "SRV6GW_SOURCE_ROOT must name the source tree"
@@ -74,6 +77,35 @@ TEST(Loader, FindsTheYangModule) {
   const std::string dir = find_yang_dir();
   ASSERT_FALSE(dir.empty());
   EXPECT_TRUE(fs::exists(fs::path(dir) / "srv6gw.yang"));
+}
+
+// The name lists of model.hpp are the module's enums: every name is an `enum` of
+// srv6gw.yang, and parses back to its member.
+TEST(Loader, EnumNameListsMatchTheYangModule) {
+  std::ifstream in(kRoot / "config" / "yang" / "srv6gw.yang");
+  ASSERT_TRUE(in);
+  const std::string module((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto in_module = [&](const std::string& name) {
+    return module.find("enum " + name + " {") != std::string::npos;
+  };
+  for (size_t i = 0; i < kSelectionModeNames.size(); ++i) {
+    EXPECT_TRUE(in_module(kSelectionModeNames[i])) << kSelectionModeNames[i];
+    EXPECT_EQ(parse_selection_mode(to_string(SelectionMode(i))), SelectionMode(i));
+  }
+  for (size_t i = 0; i < kMissActionNames.size(); ++i) {
+    EXPECT_TRUE(in_module(kMissActionNames[i])) << kMissActionNames[i];
+    EXPECT_EQ(parse_miss_action(to_string(MissAction(i))), MissAction(i));
+  }
+  for (const auto& [member, name] : kEncapModeNames) {
+    EXPECT_TRUE(in_module(name)) << name;
+    EXPECT_EQ(parse_encap_mode(yang_name(member)), member);
+  }
+  for (const auto& [member, name] : kLocalSidBehaviorNames) {
+    EXPECT_TRUE(in_module(name)) << name;
+    EXPECT_EQ(parse_local_sid_behavior(yang_name(member)), member);
+  }
+  EXPECT_EQ(parse_encap_mode("encaps_red"), std::nullopt);  // srv6::to_string's name, not YANG's
+  EXPECT_EQ(parse_selection_mode("Flow"), std::nullopt);
 }
 
 TEST(Loader, EveryExampleLoadsAndRoundTrips) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config/model.hpp"
+#include "config/validate.hpp"
 
 namespace srv6gw::config {
 namespace {

@@ -9,6 +9,7 @@
 
 #include "brute.hpp"
 #include "config/model.hpp"
+#include "config/validate.hpp"
 #include "pathalg/apply.hpp"
 #include "pathalg/plan.hpp"
 

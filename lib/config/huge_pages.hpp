@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Memory for the agent's big per-Apply buffers (the parsed request, the per-rule indexes and
-// changesets of a 100k-rule batch: tens of MB) backed by transparent huge pages. A fresh 4 KiB
-// page costs a fault when first touched (~10 us on the 2-core VM we measure on: 10 MB of fresh
-// memory took 27 ms to touch, 5-7 ms with huge pages); malloc returns freed big blocks to the
-// kernel, so every large Apply paid those faults again. The system is configured with THP
-// "madvise" (Debian's default), so memory must ask for huge pages: allocations of 2 MiB and
-// more are mmap'ed 2 MiB-aligned and madvise(MADV_HUGEPAGE)'d; smaller ones go to operator new.
-// Control plane only (never on the packet path).
+// Memory for the big per-Apply buffers (the agent's parsed request and changesets, the
+// configuration indexes of config_index.hpp: tens of MB for a 100k-rule batch) backed by
+// transparent huge pages. A fresh 4 KiB page costs a fault when first touched (~10 us on the 2-core
+// VM we measure on: 10 MB of fresh memory took 27 ms to touch, 5-7 ms with huge pages); malloc
+// returns freed big blocks to the kernel, so every large Apply paid those faults again. The system
+// is configured with THP "madvise" (Debian's default), so memory must ask for huge pages:
+// allocations of 2 MiB and more are mmap'ed 2 MiB-aligned and madvise(MADV_HUGEPAGE)'d; smaller
+// ones go to operator new. Control plane only (never on the packet path).
 #pragma once
 
 #include <cstddef>
 #include <new>
 
-namespace srv6gw::agent {
+namespace srv6gw::config {
 
 // `bytes` of zeroed-or-not memory, 64-byte aligned; throws std::bad_alloc.
 void* huge_alloc(size_t bytes);
@@ -34,4 +34,4 @@ struct HugePageAllocator {
   friend bool operator==(const HugePageAllocator&, const HugePageAllocator&) { return true; }
 };
 
-}  // namespace srv6gw::agent
+}  // namespace srv6gw::config

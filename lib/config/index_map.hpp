@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The hash map of the agent's per-rule indexes (rule id -> position, steering match -> rule
-// id, which change wrote a rule): abseil's flat_hash_map (SwissTable: one array of slots and
-// control bytes, no node per entry) over the huge-page allocator, since for 100k-1M rules the
-// arrays are megabytes (huge_pages.hpp). Measured against the hand-written open-addressing
-// map it replaces: docs/performance.md, "Agent index map".
+// The hash map of the per-rule indexes (steering match -> rule id here, and the agent's rule
+// id -> position and which change wrote a rule): abseil's flat_hash_map (SwissTable: one array of
+// slots and control bytes, no node per entry) over the huge-page allocator, since for 100k-1M rules
+// the arrays are megabytes (huge_pages.hpp). Measured against the hand-written open-addressing map
+// it replaces: docs/performance.md, "Agent index map".
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
@@ -12,9 +12,9 @@
 #include <functional>
 #include <utility>
 
-#include "agent/huge_pages.hpp"
+#include "config/huge_pages.hpp"
 
-namespace srv6gw::agent {
+namespace srv6gw::config {
 
 template <class Key, class Value, class Hash = absl::Hash<Key>>
 using IndexMap = absl::flat_hash_map<Key, Value, Hash, std::equal_to<Key>,
@@ -27,4 +27,4 @@ auto* find_value(Map& map, const Key& key) {
   return it == map.end() ? nullptr : &it->second;
 }
 
-}  // namespace srv6gw::agent
+}  // namespace srv6gw::config

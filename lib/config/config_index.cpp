@@ -1,52 +1,50 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "agent/config_index.hpp"
+// Incremental validation (config_index.hpp): the indexes, their upkeep on commit, and the
+// check of a batch against them. Refusals are worded by validate.hpp, as validate()'s are.
+#include "config/config_index.hpp"
 
 #include <algorithm>
-#include <tuple>
+#include <string>
 
-namespace srv6gw::agent {
+namespace srv6gw::config {
 
 namespace {
 
-config::ConfigError err(std::string path, std::string message) {
-  return config::ConfigError{std::move(path), std::move(message)};
-}
-
 // Path of a running rule for messages: by id, or (rare: rules from the file without an id)
 // by its position, found by a scan only on this refusal path.
-std::string running_rule_path(const config::GatewayConfig& running, uint32_t id,
-                              const config::SteeringMatch& match) {
+std::string running_rule_path(const GatewayConfig& running, uint32_t id,
+                              const SteeringMatch& match) {
   for (size_t i = 0; i < running.steering.size(); ++i) {
-    const config::SteeringRule& r = running.steering[i];
-    if (id != 0 ? r.id == id : config::steering_match(r) == match) return config::rule_path(r, i);
+    const SteeringRule& r = running.steering[i];
+    if (id != 0 ? r.id == id : steering_match(r) == match) return rule_path(r, i);
   }
-  config::SteeringRule key;
+  SteeringRule key;
   key.id = id;
-  return config::rule_path(key, 0);
+  return rule_path(key, 0);
 }
 
 }  // namespace
 
-ConfigIndex::ConfigIndex(const config::GatewayConfig& cfg) {
+ConfigIndex::ConfigIndex(const GatewayConfig& cfg) {
   policy_users_.reserve(cfg.policies.size());
-  for (const config::Policy& p : cfg.policies) add_policy(p);
-  for (const config::LocalSid& ls : cfg.local_sids) local_sids_.emplace(ls.sid, ls.behavior);
+  for (const Policy& p : cfg.policies) add_policy(p);
+  for (const LocalSid& ls : cfg.local_sids) local_sids_.emplace(ls.sid, ls.behavior);
   matches_.reserve(cfg.steering.size());
-  for (const config::SteeringRule& r : cfg.steering) add_rule(r);
+  for (const SteeringRule& r : cfg.steering) add_rule(r);
 }
 
-void ConfigIndex::add_policy(const config::Policy& p) {
+void ConfigIndex::add_policy(const Policy& p) {
   policy_users_.emplace(p.name, 0);
   if (p.probe_sid) probed_policies_.insert(p.name);
-  for (const config::SegmentList& sl : p.segment_lists) {
+  for (const SegmentList& sl : p.segment_lists) {
     path_owner_[sl.path_id] = Owner{p.name, sl.name};
     for (const auto& sid : sl.sids) policy_sids_[sid].push_back(Owner{p.name, sl.name});
   }
 }
 
-void ConfigIndex::remove_policy(const config::Policy& p) {
+void ConfigIndex::remove_policy(const Policy& p) {
   probed_policies_.erase(p.name);
-  for (const config::SegmentList& sl : p.segment_lists) {
+  for (const SegmentList& sl : p.segment_lists) {
     if (auto it = path_owner_.find(sl.path_id);
         it != path_owner_.end() && it->second.policy == p.name)
       path_owner_.erase(it);
@@ -62,20 +60,19 @@ void ConfigIndex::remove_policy(const config::Policy& p) {
   }
 }
 
-void ConfigIndex::add_rule(const config::SteeringRule& r) {
-  matches_[config::steering_match(r)] = r.id;
+void ConfigIndex::add_rule(const SteeringRule& r) {
+  matches_[steering_match(r)] = r.id;
   counts_.add(r, 1);
   ++policy_users_[r.policy];
-  if (r.kind == config::SteeringKind::qp_range)
-    ranges_[config::qp_range_scope(r)][r.qp_low] = {r.qp_high, r.id};
+  if (r.kind == SteeringKind::qp_range) ranges_[qp_range_scope(r)][r.qp_low] = {r.qp_high, r.id};
 }
 
-void ConfigIndex::remove_rule(const config::SteeringRule& r) {
-  matches_.erase(config::steering_match(r));
+void ConfigIndex::remove_rule(const SteeringRule& r) {
+  matches_.erase(steering_match(r));
   counts_.add(r, -1);
   if (auto it = policy_users_.find(r.policy); it != policy_users_.end()) --it->second;
-  if (r.kind == config::SteeringKind::qp_range) {
-    auto scope = ranges_.find(config::qp_range_scope(r));
+  if (r.kind == SteeringKind::qp_range) {
+    auto scope = ranges_.find(qp_range_scope(r));
     if (scope != ranges_.end()) {
       scope->second.erase(r.qp_low);
       if (scope->second.empty()) ranges_.erase(scope);
@@ -116,14 +113,14 @@ void ConfigIndex::commit(const ConfigDelta& delta) {
   }
 }
 
-std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& running,
+std::optional<IndexError> ConfigIndex::check(const GatewayConfig& running,
                                              const ConfigDelta& delta) const {
-  auto fail = [](config::ConfigError e) { return IndexError{std::move(e), "", 0}; };
-  const config::Capacities& caps = running.capacities;
+  auto fail = [](ConfigError e) { return IndexError{std::move(e), "", 0}; };
+  const Capacities& caps = running.capacities;
 
   // ---------------- policies ----------------
   std::unordered_set<std::string_view> touched_policies;  // their running objects go away
-  std::unordered_map<std::string_view, const config::Policy*> after_policies;
+  std::unordered_map<std::string_view, const Policy*> after_policies;
   int64_t policy_count = int64_t(policy_users_.size());
   for (const PolicyDelta& d : delta.policies) {
     if (d.before) {
@@ -134,15 +131,13 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
       touched_policies.insert(d.after->name);
       after_policies.emplace(d.after->name, d.after);
       ++policy_count;
-      if (auto e = config::check_policy(running, *d.after)) return fail(*e);
+      if (auto e = check_policy(running, *d.after)) return fail(*e);
     }
   }
   if (policy_count > int64_t(caps.policies)) {
     for (const PolicyDelta& d : delta.policies) {
       if (d.after && !d.before) {
-        return fail(err(config::policy_path(d.after->name),
-                        std::to_string(policy_count) + " policies exceed capacities/policies (" +
-                            std::to_string(caps.policies) + ")"));
+        return fail(too_many_policies(d.after->name, size_t(policy_count), caps.policies));
       }
     }
   }
@@ -155,25 +150,24 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
   std::map<net::Ipv6Addr, Owner> batch_sids;
   for (const PolicyDelta& d : delta.policies) {
     if (!d.after) continue;
-    const config::Policy& p = *d.after;
-    for (const config::SegmentList& sl : p.segment_lists) {
-      const std::string where = config::segment_list_path(p.name, sl.name) + "/path-id";
+    const Policy& p = *d.after;
+    for (const SegmentList& sl : p.segment_lists) {
       if (auto it = path_owner_.find(sl.path_id);
           it != path_owner_.end() && !touched_policies.count(it->second.policy)) {
-        return fail(err(where, config::path_id_conflict(sl.path_id, it->second.policy,
-                                                        it->second.segment_list)));
+        return fail(path_id_conflict(p.name, sl.name, sl.path_id, it->second.policy,
+                                     it->second.segment_list));
       }
       if (auto [it, fresh] = batch_paths.emplace(sl.path_id, Owner{p.name, sl.name});
           !fresh && it->second.policy != p.name) {
-        return fail(err(where, config::path_id_conflict(sl.path_id, it->second.policy,
-                                                        it->second.segment_list)));
+        return fail(path_id_conflict(p.name, sl.name, sl.path_id, it->second.policy,
+                                     it->second.segment_list));
       }
       for (const auto& sid : sl.sids) batch_sids.emplace(sid, Owner{p.name, sl.name});
     }
   }
 
   // ---------------- local SIDs ----------------
-  std::map<net::Ipv6Addr, const config::LocalSid*> after_local;
+  std::map<net::Ipv6Addr, const LocalSid*> after_local;
   std::set<net::Ipv6Addr> removed_local;
   int64_t local_count = int64_t(local_sids_.size());
   for (const LocalSidDelta& d : delta.local_sids) {
@@ -184,15 +178,13 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
     if (d.after) {
       after_local.emplace(d.after->sid, d.after);
       ++local_count;
-      if (auto e = config::check_local_sid(*d.after)) return fail(*e);
+      if (auto e = check_local_sid(*d.after)) return fail(*e);
     }
   }
   if (local_count > int64_t(caps.local_sids)) {
     for (const LocalSidDelta& d : delta.local_sids) {
       if (d.after && !d.before) {
-        return fail(err(config::local_sid_path(d.after->sid),
-                        std::to_string(local_count) + " local SIDs exceed capacities/local-sids (" +
-                            std::to_string(caps.local_sids) + ")"));
+        return fail(too_many_local_sids(d.after->sid, size_t(local_count), caps.local_sids));
       }
     }
   }
@@ -200,27 +192,24 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
   // in force afterwards, and the batch's policy SIDs against the untouched local SIDs.
   for (const auto& [sid, ls] : after_local) {
     if (auto it = batch_sids.find(sid); it != batch_sids.end()) {
-      return fail(err(config::local_sid_path(sid),
-                      config::local_sid_conflict(sid, it->second.policy, it->second.segment_list)));
+      return fail(local_sid_conflict(sid, it->second.policy, it->second.segment_list));
     }
     if (auto it = policy_sids_.find(sid); it != policy_sids_.end()) {
       for (const Owner& o : it->second) {
         if (!touched_policies.count(o.policy)) {
-          return fail(err(config::local_sid_path(sid),
-                          config::local_sid_conflict(sid, o.policy, o.segment_list)));
+          return fail(local_sid_conflict(sid, o.policy, o.segment_list));
         }
       }
     }
   }
   for (const auto& [sid, owner] : batch_sids) {
     if (local_sids_.count(sid) && !removed_local.count(sid) && !after_local.count(sid)) {
-      return fail(err(config::local_sid_path(sid),
-                      config::local_sid_conflict(sid, owner.policy, owner.segment_list)));
+      return fail(local_sid_conflict(sid, owner.policy, owner.segment_list));
     }
   }
 
   // A probed policy needs a local end-probe SID (where its replies come back), as
-  // config::validate() requires of the whole result.
+  // validate() requires of the whole result.
   bool probe_sid_after = false;
   for (const auto& [sid, behavior] : local_sids_) {
     probe_sid_after |= behavior == srv6::LocalSidBehavior::end_probe && !removed_local.count(sid) &&
@@ -234,11 +223,7 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
       if (!needs && d.after && d.after->probe_sid) needs = &d.after->name;
     for (const std::string& name : probed_policies_)
       if (!needs && !touched_policies.count(name)) needs = &name;
-    if (needs) {
-      return fail(err(config::policy_path(*needs) + "/probe-sid",
-                      "probe-sid needs a local SID with behavior end-probe on this gateway "
-                      "(where the replies come back)"));
-    }
+    if (needs) return fail(probe_needs_local_sid(*needs));
   }
 
   // ---------------- steering ----------------
@@ -250,7 +235,7 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
     return std::binary_search(touched_ids.begin(), touched_ids.end(), id);
   };
   std::unordered_map<std::string_view, int64_t> users_delta;
-  config::SteeringCounts counts = counts_;
+  SteeringCounts counts = counts_;
   for (const RuleDelta& d : delta.rules) {
     if (d.before) {
       touched_ids.push_back(d.before->id);
@@ -276,31 +261,31 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
     for (const RuleDelta& rd : delta.rules) {
       if (rd.after && rd.after->policy == name) {
         e.user_rule_id = rd.after->id;
-        e.error = err(config::rule_path(*rd.after, rd.after_index) + "/policy", "");
+        e.error = ConfigError{rule_path(*rd.after, rd.after_index) + "/policy", ""};
         return e;
       }
     }
     for (size_t i = 0; i < running.steering.size(); ++i) {
-      const config::SteeringRule& r = running.steering[i];
+      const SteeringRule& r = running.steering[i];
       if (r.policy == name && !touched(r.id)) {
         e.user_rule_id = r.id;
-        e.error = err(config::rule_path(r, i) + "/policy", "");
+        e.error = ConfigError{rule_path(r, i) + "/policy", ""};
         return e;
       }
     }
     return e;
   }
-  IndexMap<config::SteeringMatch, const RuleDelta*, config::SteeringMatchHash> batch_matches;
+  IndexMap<SteeringMatch, const RuleDelta*, SteeringMatchHash> batch_matches;
   batch_matches.reserve(delta.rules.size());
   // qp-range rules of the batch by scope, then qp_low.
-  std::map<config::SteeringMatch, std::map<uint32_t, const RuleDelta*>> batch_ranges;
+  std::map<SteeringMatch, std::map<uint32_t, const RuleDelta*>> batch_ranges;
   std::string_view last_policy;
   bool last_policy_exists = false;
   bool have_last_policy = false;
   for (const RuleDelta& d : delta.rules) {
     if (!d.after) continue;
-    const config::SteeringRule& r = *d.after;
-    if (auto e = config::check_rule(r, d.after_index)) return fail(*e);
+    const SteeringRule& r = *d.after;
+    if (auto e = check_rule(r, d.after_index)) return fail(*e);
     // Added in configuration order: the rule that fills a table past its capacity is named.
     counts.add(r, 1);
     if (auto e = counts.check(caps, r, d.after_index)) return fail(*e);
@@ -311,35 +296,28 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
       last_policy_exists = policy_exists(r.policy);
     }
     if (!last_policy_exists) {
-      return fail(err(config::rule_path(r, d.after_index) + "/policy",
-                      "unknown policy '" + r.policy + "'"));
+      return fail(unknown_policy(r, d.after_index));
     }
-    const config::SteeringMatch m = config::steering_match(r);
+    const SteeringMatch m = steering_match(r);
     if (const uint32_t* id = find_value(matches_, m); id && !touched(*id)) {
-      return fail(err(config::rule_path(r, d.after_index),
-                      "same match as " + running_rule_path(running, *id, m)));
+      return fail(same_match(r, d.after_index, running_rule_path(running, *id, m)));
     }
     if (auto [other, fresh] = batch_matches.try_emplace(m, &d); !fresh) {
-      return fail(err(
-          config::rule_path(r, d.after_index),
-          "same match as " + config::rule_path(*other->second->after, other->second->after_index)));
+      return fail(same_match(r, d.after_index,
+                             rule_path(*other->second->after, other->second->after_index)));
     }
-    if (r.kind == config::SteeringKind::qp_range)
-      batch_ranges[config::qp_range_scope(r)].emplace(r.qp_low, &d);
+    if (r.kind == SteeringKind::qp_range) batch_ranges[qp_range_scope(r)].emplace(r.qp_low, &d);
   }
   // QP ranges of one scope must not overlap: the batch's against each other (neighbours
   // by qp_low) and against the running ones that stay (neighbours, skipping replaced ones).
   for (const auto& [scope, by_low] : batch_ranges) {
     auto overlap = [&](const RuleDelta& d, const std::string& other) {
-      const config::SteeringRule& r = *d.after;
-      return fail(err(config::rule_path(r, d.after_index) + "/qp-range",
-                      "QP range " + std::to_string(r.qp_low) + ".." + std::to_string(r.qp_high) +
-                          " overlaps " + other));
+      return fail(qp_range_overlap(*d.after, d.after_index, other));
     };
     const RuleDelta* prev = nullptr;
     for (const auto& [low, d] : by_low) {
       if (prev && prev->after->qp_high >= low)
-        return overlap(*d, config::rule_path(*prev->after, prev->after_index));
+        return overlap(*d, rule_path(*prev->after, prev->after_index));
       prev = d;
     }
     auto running_scope = ranges_.find(scope);
@@ -355,7 +333,7 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
         while (true) {
           if (!touched(before->second.second)) {
             if (before->second.first >= low) {
-              config::SteeringRule key;
+              SteeringRule key;
               key.id = before->second.second;
               return overlap(*d, running_rule_path(running, key.id, {}));
             }
@@ -374,4 +352,4 @@ std::optional<IndexError> ConfigIndex::check(const config::GatewayConfig& runnin
   return std::nullopt;
 }
 
-}  // namespace srv6gw::agent
+}  // namespace srv6gw::config

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "agent/huge_pages.hpp"
+#include "config/huge_pages.hpp"
 
 #include <sys/mman.h>
 
 #include <cstdint>
 
-namespace srv6gw::agent {
+namespace srv6gw::config {
 
 namespace {
 
@@ -50,4 +50,4 @@ void huge_free(void* p, size_t bytes) {
   munmap(p, mapped_size(bytes));
 }
 
-}  // namespace srv6gw::agent
+}  // namespace srv6gw::config

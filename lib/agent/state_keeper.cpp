@@ -606,16 +606,16 @@ std::optional<Refusal> StateKeeper::apply(
     };
     step.undo = [&] { roll_back_data_plane(base->config, steering_delta.inverse()); };
     step.inverse = [&] {
-      const ConfigDelta& delta = batch.delta();
+      const config::ConfigDelta& delta = batch.delta();
       Changeset inverse;
-      for (const PolicyDelta& d : delta.policies)
+      for (const config::PolicyDelta& d : delta.policies)
         inverse.policies.emplace_back(d.before ? d.before->name : d.after->name,
                                       d.before ? std::optional(*d.before) : std::nullopt);
       inverse.rules.reserve(delta.rules.size());
       for (const config::RuleDelta& d : delta.rules)
         inverse.rules.emplace_back(d.before ? d.before->id : d.after->id,
                                    d.before ? std::optional(*d.before) : std::nullopt);
-      for (const LocalSidDelta& d : delta.local_sids)
+      for (const config::LocalSidDelta& d : delta.local_sids)
         inverse.local_sids.emplace_back(d.before ? d.before->sid : d.after->sid,
                                         d.before ? std::optional(*d.before) : std::nullopt);
       return inverse;

@@ -85,11 +85,12 @@ void EngineRunner::sync_policies() {
   // they disagree (a list renamed, a path id moved), the engine's state is published.
   for (const policy::Runtime::PolicyInfo& pi : gw_.runtime().policies()) {
     const std::vector<double> want = engine_.factors(pi.policy->name);
-    bool differs = want.size() != pi.policy->paths.size();
+    const uint64_t want_down = engine_.down_mask(pi.policy->name);
+    bool differs = want.size() != pi.policy->paths.size() || want_down != pi.policy->down_mask;
     for (size_t i = 0; !differs && i < want.size(); ++i)
       differs = policy::factor_to_q16(want[i]) != pi.policy->paths[i].factor_q16;
     if (!differs) continue;
-    if (auto e = gw_.set_path_factors(pi.policy->name, want)) {
+    if (auto e = gw_.set_path_factors(pi.policy->name, want, want_down)) {
       ++stats_.publish_errors;
       spdlog::error("engine: cannot publish {}: {}", pi.policy->name, e->message);
     }
@@ -124,7 +125,7 @@ void EngineRunner::publish(const std::vector<engine::Decision>& decisions, size_
     }
   }
   for (const std::string& policy : touched) {
-    if (auto e = gw_.set_path_factors(policy, engine_.factors(policy))) {
+    if (auto e = gw_.set_path_factors(policy, engine_.factors(policy), engine_.down_mask(policy))) {
       ++stats_.publish_errors;
       spdlog::error("engine: cannot publish {}: {}", policy, e->message);
     } else {

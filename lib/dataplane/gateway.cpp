@@ -141,8 +141,9 @@ class GatewayImpl final : public Gateway {
   }
 
   std::optional<config::ConfigError> set_path_factors(const std::string& policy,
-                                                      const std::vector<double>& factors) override {
-    return runtime_->set_path_factors(policy, factors);
+                                                      const std::vector<double>& factors,
+                                                      uint64_t down_mask = 0) override {
+    return runtime_->set_path_factors(policy, factors, down_mask);
   }
 
   void reclaim() override { runtime_->reclaim(); }

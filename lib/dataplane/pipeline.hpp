@@ -114,9 +114,11 @@ class Gateway {
   // Local SR engine: publishes a copy of `policy` whose segment lists (configuration order)
   // carry the given factors (each in [0, 64]; effective weight = weight x factor, 0 takes
   // the list out, backups take over when no primary is left). Never patches in place.
-  // Factors survive apply() for segment lists that keep their name.
-  virtual std::optional<config::ConfigError> set_path_factors(
-      const std::string& policy, const std::vector<double>& factors) = 0;
+  // Factors survive apply() for segment lists that keep their name. `down_mask`: the lists
+  // that are down, not de-weighted (policy::with_factors).
+  virtual std::optional<config::ConfigError> set_path_factors(const std::string& policy,
+                                                              const std::vector<double>& factors,
+                                                              uint64_t down_mask = 0) = 0;
 
   // The published state (tests, the engine): policies by slot, table sizes.
   virtual const policy::Runtime& runtime() const = 0;

@@ -216,6 +216,7 @@ bool Engine::set_probe(uint16_t path_id, bool up, uint64_t now_ns, std::vector<D
   if (!up) {
     if (p.probe_down) return true;
     p.probe_down = true;
+    const bool was_excluded = p.excluded;
     p.excluded = false;
     // The policy's last usable list (no other primary, no backup) stays in service: sending
     // into a path that may be dead loses nothing more than dropping here, and a false alarm
@@ -227,7 +228,9 @@ bool Engine::set_probe(uint16_t path_id, bool up, uint64_t now_ns, std::vector<D
       ++counters_.probe_last_path_kept;
       return true;
     }
-    if (p.factor != 0.0) change(pol, p, 0.0, Reason::probe_down, now_ns, out);
+    // A list already excluded for congestion (factor 0) changes too: from de-weighted to
+    // down, which the published policy carries (Engine::down_mask).
+    if (p.factor != 0.0 || was_excluded) change(pol, p, 0.0, Reason::probe_down, now_ns, out);
     return true;
   }
   if (!p.probe_down) return true;
@@ -255,6 +258,18 @@ std::vector<double> Engine::factors(const std::string& policy) const {
     for (const PathState& p : pol.paths) f.push_back(p.factor);
   }
   return f;
+}
+
+uint64_t Engine::down_mask(const std::string& policy) const {
+  uint64_t mask = 0;
+  for (const PolicyState& pol : policies_) {
+    if (pol.name != policy) continue;
+    for (size_t i = 0; i < pol.paths.size() && i < 64; ++i) {
+      const PathState& p = pol.paths[i];
+      if ((p.admin_down || p.probe_down) && p.factor == 0.0) mask |= uint64_t(1) << i;
+    }
+  }
+  return mask;
 }
 
 std::vector<PathView> Engine::paths() const {

@@ -137,6 +137,10 @@ class Engine {
   // Factors of one policy in configuration order (for Gateway::set_path_factors); empty when
   // the policy is unknown.
   std::vector<double> factors(const std::string& policy) const;
+  // The lists of one policy that are out because they are down (the controller's down, or
+  // probes lost), not de-weighted or excluded for congestion: bit i = list i in configuration
+  // order (policies have at most 64). Balanced placement moves their flows at once.
+  uint64_t down_mask(const std::string& policy) const;
 
   std::vector<PathView> paths() const;
   const EngineCounters& counters() const { return counters_; }

@@ -256,7 +256,7 @@ std::unique_ptr<const CompiledPolicy> compile_policy(const config::Policy& p, co
 
 std::unique_ptr<const CompiledPolicy> with_factors(const CompiledPolicy& p,
                                                    std::span<const double> factors,
-                                                   config::ConfigError& error) {
+                                                   config::ConfigError& error, uint64_t down_mask) {
   if (factors.size() != p.paths.size()) {
     error = {config::policy_path(p.name), "expected " + std::to_string(p.paths.size()) +
                                               " factors, got " + std::to_string(factors.size())};
@@ -277,6 +277,8 @@ std::unique_ptr<const CompiledPolicy> with_factors(const CompiledPolicy& p,
     path.effective_weight = uint64_t(path.weight) * path.factor_q16;
   }
   compute_selection(*cp, &p.buckets);
+  cp->down_mask = down_mask & ~cp->active_mask;
+  if (cp->paths.size() < 64) cp->down_mask &= (uint64_t(1) << cp->paths.size()) - 1;
   return cp;
 }
 

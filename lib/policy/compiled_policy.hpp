@@ -62,8 +62,12 @@ class CompiledPolicy {
   uint32_t lineage = 0;  // same across factor-only rebuilds: flowlet entries stay valid
   config::SelectionMode mode = config::SelectionMode::flow;
   uint8_t path_count = 0;
-  uint8_t active_count = 0;                 // segment lists in the active set (0 = no usable path)
-  uint64_t active_mask = 0;                 // bit i set = path i is in the active set
+  uint8_t active_count = 0;  // segment lists in the active set (0 = no usable path)
+  uint64_t active_mask = 0;  // bit i set = path i is in the active set
+  // bit i set = path i is out because it is down (probes lost, or a controller's path-down),
+  // not merely de-weighted or excluded for congestion: balanced mode moves its flows on
+  // their next packet instead of at their next idle gap. Never overlaps active_mask.
+  uint64_t down_mask = 0;
   uint64_t flowlet_gap_tsc = 0;             // flowlet: idle time after which a flow may move
   uint64_t idle_gap_tsc = 0;                // balanced: idle time after which a flow is re-placed
   BalanceBy balance_by = BalanceBy::flows;  // balanced: the load compared
@@ -80,6 +84,8 @@ class CompiledPolicy {
 
   bool sprays(uint8_t opcode) const { return (spray_opcodes[opcode >> 6] >> (opcode & 63)) & 1; }
   bool usable(uint8_t path) const { return path < 64 && ((active_mask >> path) & 1); }
+  // Flows carry path indices < kMaxPaths <= 64 (static_assert above).
+  bool is_down(uint8_t path) const { return (down_mask >> (path & 63)) & 1; }
 };
 
 // Inputs of compilation that come from the gateway rather than from the policy itself; a
@@ -100,9 +106,13 @@ std::unique_ptr<const CompiledPolicy> compile_policy(const config::Policy& p, co
 // A copy of `p` with new local-engine factors (one per segment list, >= 0, <= kMaxFactor,
 // 0 takes a list out). Selection structures are recomputed; templates are copied. Keeps the
 // lineage (flowlet state stays valid) but gets a new version. Null + error on bad factors.
+// `down_mask` (bit i = list i in configuration order) names the lists that are out because
+// they are down rather than de-weighted (CompiledPolicy::down_mask); bits of lists still in
+// the active set are ignored (a down list kept as the policy's last one carries its flows).
 std::unique_ptr<const CompiledPolicy> with_factors(const CompiledPolicy& p,
                                                    std::span<const double> factors,
-                                                   config::ConfigError& error);
+                                                   config::ConfigError& error,
+                                                   uint64_t down_mask = 0);
 
 // Converts an engine factor to fixed point (clamped to [0, kMaxFactor]).
 uint32_t factor_to_q16(double factor);

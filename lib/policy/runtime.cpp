@@ -277,14 +277,15 @@ void Runtime::ExactCounts::add(const config::SteeringRule& r, int sign) {
 }
 
 std::optional<config::ConfigError> Runtime::set_path_factors(std::string_view policy,
-                                                             std::span<const double> factors) {
+                                                             std::span<const double> factors,
+                                                             uint64_t down_mask) {
   std::lock_guard lock(mutex_);
   auto it = slot_by_name_.find(policy);
   if (it == slot_by_name_.end()) return error_at(config::policy_path(policy), "no such policy");
   const uint32_t slot = it->second;
   const CompiledPolicy* old = slots_[slot].load(std::memory_order_relaxed);
   config::ConfigError error;
-  std::unique_ptr<const CompiledPolicy> fresh = with_factors(*old, factors, error);
+  std::unique_ptr<const CompiledPolicy> fresh = with_factors(*old, factors, error, down_mask);
   if (!fresh) return error;
   slots_[slot].store(fresh.release(), std::memory_order_release);
   retire([old] { delete old; });

@@ -129,9 +129,10 @@ class Runtime {
                                                  const SteeringDelta& delta);
 
   // Local SR engine: publishes a copy of `policy` with new per-segment-list factors (config
-  // order). Never patches the running object.
+  // order) and the lists that are down (with_factors). Never patches the running object.
   std::optional<config::ConfigError> set_path_factors(std::string_view policy,
-                                                      std::span<const double> factors);
+                                                      std::span<const double> factors,
+                                                      uint64_t down_mask = 0);
 
   // Frees retired objects whose grace period has passed. Never waits.
   void reclaim();

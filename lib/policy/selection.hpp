@@ -65,14 +65,30 @@ inline constexpr unsigned kBalancedSets = 1u << kBalancedSetBits;
 inline constexpr unsigned kBalancedEntries = kBalancedSets * kBalancedWays;  // 16384 (256 KB)
 static_assert(kBalancedEntries <= 65536, "entry indices are 16 bits");
 
-// balanced mode: one load group's load as seen by one worker.
-struct GroupLoad {
-  uint32_t active = 0;        // placed flows not yet released (idle past the gap, re-placed)
-  uint64_t bytes = 0;         // inner bytes of every packet on the group's lists (monotonic)
-  uint64_t window_base = 0;   // `bytes` when the current window started
+// balanced mode: one load group's load as seen by one worker. The byte count is split
+// over lanes chosen by the flow hash: with one counter, consecutive packets of a group
+// chained through one memory location (load, add, store, then the next packet's load of
+// the same address), which cost ~2 ns/packet in pipeline-bench; with kByteLanes counters
+// consecutive packets of different flows mostly add to different ones. Placement sums them.
+inline constexpr unsigned kByteLanes = 4;
+struct alignas(64) GroupLoad {
+  uint32_t active = 0;  // placed flows not yet released (idle past the gap, re-placed)
+  // inner bytes of every packet on the group's lists (monotonic), by lane; see bytes()
+  uint64_t lane_bytes[kByteLanes] = {};
+  uint64_t window_base = 0;   // bytes() when the current window started
   uint64_t window_prev = 0;   // bytes of the previous window (scaled to one window)
   uint64_t window_start = 0;  // TSC
+  uint64_t bytes() const {
+    uint64_t sum = 0;
+    for (uint64_t b : lane_bytes) sum += b;
+    return sum;
+  }
 };
+static_assert(sizeof(GroupLoad) == 64, "one cache line per group");
+
+inline unsigned byte_lane(uint32_t hash) {
+  return (hash >> 24) & (kByteLanes - 1);
+}
 
 // One worker's selection state. Sized for the gateway's policy-slot capacity; owned by the
 // worker context (written only by its worker).
@@ -233,15 +249,16 @@ inline void balanced_uncount(SelectorState& st, uint32_t index) {
 // counts at its average rate.
 inline uint64_t recent_bytes(GroupLoad& g, uint64_t now, uint64_t window) {
   const uint64_t elapsed = now - g.window_start;
+  const uint64_t bytes = g.bytes();
   if (elapsed >= window) {
-    const uint64_t in_window = g.bytes - g.window_base;
+    const uint64_t in_window = bytes - g.window_base;
     g.window_prev = elapsed >= 2 * window
                         ? uint64_t((unsigned __int128)in_window * window / elapsed)
                         : in_window;
-    g.window_base = g.bytes;
+    g.window_base = bytes;
     g.window_start = now;
   }
-  return g.bytes - g.window_base + g.window_prev;
+  return bytes - g.window_base + g.window_prev;
 }
 
 // The active-set member whose load group carries the least relative to its weight in force
@@ -357,8 +374,11 @@ inline uint64_t recent_bytes(GroupLoad& g, uint64_t now, uint64_t window) {
 }
 
 // A flow keeps its list while its packets arrive less than idle_gap_tsc apart, even when
-// the engine lowers the list's factor or takes it out (moving then could reorder it); the
-// next packet after a gap is placed afresh on the least-loaded usable list. A flow lives in
+// the engine lowers the list's factor or takes it out for congestion (moving then could
+// reorder it); the next packet after a gap is placed afresh on the least-loaded usable
+// list. A list that is down (CompiledPolicy::down_mask: probes lost, a controller's
+// path-down) releases its flows at once: their packets are lost on it anyway, and a flow
+// that keeps retransmitting into it might never go idle for a gap. A flow lives in
 // one of two candidate sets (the first unless it was full of active flows; see
 // balanced_make_room); when no room can be made the flow is placed by hash (counted in
 // balanced_overflow): an active flow is never evicted. `bytes` (the packet's inner length)
@@ -375,14 +395,16 @@ inline uint64_t recent_bytes(GroupLoad& g, uint64_t now, uint64_t window) {
       BalancedEntry& e = set.way[wi];
       if (e.flow_hash != hash || e.tag == 0) continue;
       uint8_t path;
-      if ((e.tag & ~0xFFu) == lineage_tag && ((now - e.stamp) & kStampTscMask) <= p.idle_gap_tsc) {
+      if ((e.tag & ~0xFFu) == lineage_tag && ((now - e.stamp) & kStampTscMask) <= p.idle_gap_tsc &&
+          !p.is_down(uint8_t(e.tag & 0xFF))) {
         e.stamp = (e.stamp & ~kStampTscMask) | (now & kStampTscMask);  // live in its second set
         path = uint8_t(e.tag & 0xFF);
       } else {
-        // its gap ended or its policy was rebuilt: placed again in the same entry
+        // its gap ended, its list went down or its policy was rebuilt: placed again in the
+        // same entry
         path = balanced_place(p, st, sets[s] * kBalancedWays + wi, hash, now);
       }
-      st.groups[p.load_group[path]].bytes += bytes;
+      st.groups[p.load_group[path]].lane_bytes[byte_lane(hash)] += bytes;
       return path;
     }
   }
@@ -404,11 +426,11 @@ inline uint64_t recent_bytes(GroupLoad& g, uint64_t now, uint64_t window) {
   if (__builtin_expect(victim < 0, 0)) {
     ++st.balanced_overflow;
     const uint8_t path = select_by_flow(p, hash);
-    st.groups[p.load_group[path]].bytes += bytes;
+    st.groups[p.load_group[path]].lane_bytes[byte_lane(hash)] += bytes;
     return path;
   }
   const uint8_t path = balanced_place(p, st, uint32_t(victim), hash, now);
-  st.groups[p.load_group[path]].bytes += bytes;
+  st.groups[p.load_group[path]].lane_bytes[byte_lane(hash)] += bytes;
   return path;
 }
 
@@ -419,9 +441,9 @@ inline uint8_t select_balanced(const CompiledPolicy& p, SelectorState& st, uint3
   const uint32_t lineage_tag = (p.lineage & 0xFFFFFFu) << 8;
   for (BalancedEntry& e : set.way) {
     if (e.flow_hash == hash && (e.tag & ~0xFFu) == lineage_tag &&
-        ((now - e.stamp) & kStampTscMask) <= p.idle_gap_tsc) {
+        ((now - e.stamp) & kStampTscMask) <= p.idle_gap_tsc && !p.is_down(uint8_t(e.tag & 0xFF))) {
       e.stamp = (e.stamp & ~kStampTscMask) | (now & kStampTscMask);
-      st.groups[e.stamp >> 48].bytes += bytes;
+      st.groups[e.stamp >> 48].lane_bytes[byte_lane(hash)] += bytes;
       return uint8_t(e.tag & 0xFF);
     }
   }

@@ -344,6 +344,31 @@ TEST(Engine, ExplicitDownReadmitsAnExcludedSibling) {
   EXPECT_EQ(f.factor(2), 0.0);
 }
 
+// down_mask tells down lists (balanced mode releases their flows at once) from lists
+// excluded for congestion; a probe down of an excluded list is published as a change.
+TEST(Engine, DownMaskNamesDownListsNotExcludedOnes) {
+  Fixture f;
+  f.run_for(20 * kMs, [&] { f.engine.report(1, 10.0); });
+  ASSERT_EQ(f.factor(1), 0.0) << "a should have been excluded by congestion";
+  EXPECT_EQ(f.engine.down_mask("p"), 0u);
+  std::vector<Decision> out;
+  ASSERT_TRUE(f.engine.set_admin(2, false, f.now + 1, out));
+  EXPECT_EQ(f.engine.down_mask("p"), 0b010u);
+  ASSERT_TRUE(f.engine.set_probe(1, false, f.now + 1, out));
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].reason, Reason::probe_down);
+  EXPECT_EQ(out[1].path_id, 1);
+  EXPECT_EQ(f.engine.down_mask("p"), 0b011u);
+  // The last usable list stays in service when probes fail: not down for placement.
+  ASSERT_TRUE(f.engine.set_probe(3, false, f.now + 1, out));
+  EXPECT_GT(f.factor(3), 0.0);
+  EXPECT_EQ(f.engine.down_mask("p"), 0b011u);
+  ASSERT_TRUE(f.engine.set_admin(2, true, f.now + 2, out));
+  // b back by the controller: c stays in service until a probe brings a list back.
+  EXPECT_EQ(f.engine.down_mask("p"), 0b001u);
+  EXPECT_EQ(f.engine.down_mask("nope"), 0u);
+}
+
 TEST(Engine, ExplicitUpLiftsAnExclusion) {
   Fixture f;
   f.run_for(1 * kMs, [&] { f.engine.report(1, 10.0); });

@@ -207,6 +207,54 @@ TEST(Balanced, EngineFactorsSteerNewPlacementsAndTakenOutPathsEmptyAtTheGap) {
   EXPECT_EQ(count, (std::vector<unsigned>{20, 10, 20}));
 }
 
+// A list that goes down (probes lost, a controller's path-down) releases its flows on their
+// next packet; a list merely taken out for congestion keeps them until their idle gap.
+TEST(Balanced, FlowsOnADownListMoveAtOnceAndOnAnExcludedListAtTheirGap) {
+  constexpr uint32_t kGap = 100;
+  auto p = compile(balanced("p", {1, 1, 1}, kGap));
+  config::ConfigError err;
+  auto excluded = with_factors(*p, std::vector<double>{1.0, 1.0, 0.0}, err);
+  ASSERT_NE(excluded, nullptr) << err.message;
+  auto down = with_factors(*p, std::vector<double>{1.0, 1.0, 0.0}, err, uint64_t(1) << 2);
+  ASSERT_NE(down, nullptr) << err.message;
+  EXPECT_EQ(excluded->down_mask, 0u);
+  EXPECT_EQ(down->down_mask, uint64_t(1) << 2);
+  EXPECT_EQ(down->lineage, p->lineage);
+  // A down bit on a list still in service is ignored (it would re-place every packet).
+  auto kept = with_factors(*p, std::vector<double>{1.0, 1.0, 1.0}, err, uint64_t(1) << 2);
+  ASSERT_NE(kept, nullptr) << err.message;
+  EXPECT_EQ(kept->down_mask, 0u);
+
+  for (const bool is_down : {false, true}) {
+    SCOPED_TRACE(is_down ? "down" : "excluded");
+    const CompiledPolicy& out = is_down ? *down : *excluded;
+    SelectorState st(1);
+    std::vector<uint8_t> path(30);
+    for (uint32_t qp = 0; qp < 30; ++qp) path[qp] = select_path(*p, 0, hash_of(qp), 0, 1, st);
+    ASSERT_EQ(active_per_path(*p, st, 2), (std::vector<unsigned>{10, 10, 10}));
+    // The next packet of each flow, well within its gap.
+    std::vector<uint8_t> next(30);
+    for (uint32_t qp = 0; qp < 30; ++qp) next[qp] = select_path(out, 0, hash_of(qp), 0, 10, st);
+    for (uint32_t qp = 0; qp < 30; ++qp) {
+      if (path[qp] != 2 || !is_down) {
+        EXPECT_EQ(next[qp], path[qp]) << "qp " << qp;
+      } else {
+        EXPECT_NE(next[qp], 2) << "qp " << qp;
+      }
+    }
+    // Once moved, a flow stays on its new list; the moved ones split evenly.
+    for (uint32_t qp = 0; qp < 30; ++qp)
+      ASSERT_EQ(select_path(out, 0, hash_of(qp), 0, 20, st), next[qp]) << "qp " << qp;
+    if (is_down) {
+      EXPECT_EQ(active_per_path(out, st, 21), (std::vector<unsigned>{15, 15, 0}));
+      EXPECT_EQ(st.groups[out.load_group[2]].active, 0u);
+    }
+    // After a gap the excluded list's flows move too.
+    for (uint32_t qp = 0; qp < 30; ++qp)
+      EXPECT_NE(select_path(out, 0, hash_of(qp), 0, 20 + kGap + 1, st), 2) << "qp " << qp;
+  }
+}
+
 TEST(Balanced, FullSetsFallBackToHashingAndNeverEvictAnActiveFlow) {
   auto p = compile(balanced("p", {1, 1, 1, 1}, 100));
   SelectorState st(1);

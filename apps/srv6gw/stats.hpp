@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "dataplane/counters.hpp"
-#include "dataplane/pipeline.hpp"
+#include "dataplane/control/gateway.hpp"
 #include "net/addr.hpp"
 #include "ports.hpp"
 

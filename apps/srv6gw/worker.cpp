@@ -7,7 +7,9 @@
 #include <rte_mbuf.h>
 #include <rte_rcu_qsbr.h>
 
-#include "dataplane/pipeline.hpp"
+#include "dataplane/control/gateway.hpp"
+#include "dataplane/datapath/burst.hpp"
+#include "dataplane/datapath/probe.hpp"
 
 namespace srv6gw::app {
 
@@ -70,7 +72,7 @@ int worker_main(void* arg) {
   to_host.queue = q;
   rte_mbuf* rx[kBurstSize];
 
-  // Gateway::create registered reader ids 0..n-1; we only go online/offline (pipeline.hpp).
+  // Gateway::create registered reader ids 0..n-1; we only go online/offline (datapath/burst.hpp).
   rte_rcu_qsbr_thread_online(qsbr, reader);
 
   // busy_tsc: the pipeline adds the cycles spent inside process_*_burst; we add what the

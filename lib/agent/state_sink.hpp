@@ -13,7 +13,7 @@
 
 #include "config/model.hpp"
 #include "dataplane/counters.hpp"
-#include "dataplane/pipeline.hpp"
+#include "dataplane/control/gateway.hpp"
 #include "engine/probe_monitor.hpp"
 
 namespace srv6gw::agent {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The per-burst packet pipeline (host -> fabric encapsulation, fabric -> host
-// decapsulation) and the Gateway object that owns the published state and the workers.
-#include "dataplane/pipeline.hpp"
+// The per-burst packet pipeline: host -> fabric encapsulation, fabric -> host
+// decapsulation. Worker side only (the Gateway is control/gateway.cpp).
+#include "dataplane/datapath/burst.hpp"
 
 #include <rte_branch_prediction.h>
 #include <rte_cycles.h>
@@ -17,8 +17,8 @@
 #include <cstring>
 #include <new>
 
-#include "dataplane/mbuf_span.hpp"
-#include "dataplane/probe.hpp"
+#include "dataplane/datapath/mbuf_span.hpp"
+#include "dataplane/datapath/probe.hpp"
 #include "dataplane/worker_context.hpp"
 #include "net/bytes.hpp"
 #include "net/parse.hpp"

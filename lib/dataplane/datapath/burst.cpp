@@ -21,6 +21,7 @@
 #include "dataplane/datapath/probe.hpp"
 #include "dataplane/worker_context.hpp"
 #include "net/bytes.hpp"
+#include "net/l2.hpp"
 #include "net/parse.hpp"
 #include "policy/runtime.hpp"
 #include "policy/selection.hpp"
@@ -349,32 +350,21 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
     uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
     const uint16_t len = m->data_len;
 
-    // L2: Ethernet and up to two VLAN tags.
-    if (unlikely(len < net::kEthHeaderLen)) {
-      ++c.parse_status[size_t(net::ParseStatus::truncated_eth)];
+    // Classify: L2 (the parser's walk), then the outer destination against our local SIDs.
+    // More tags than we walk is not a frame for one of our SIDs: the non-SID action.
+    net::L2Header l2;
+    const net::ParseStatus l2_status =
+        net::walk_l2(d, len, l2, [](unsigned, uint16_t, uint16_t) {});
+    if (unlikely(l2_status == net::ParseStatus::truncated_eth ||
+                 l2_status == net::ParseStatus::truncated_vlan)) {
+      ++c.parse_status[size_t(l2_status)];
       drop(c, m, DropReason::malformed);
       continue;
     }
-    uint16_t ethertype = net::load_be16(d + 12);
-    uint16_t off = net::kEthHeaderLen;
-    bool truncated = false;
-    for (unsigned v = 0; v < net::kMaxVlanTags &&
-                         (ethertype == net::kEthTypeVlan || ethertype == net::kEthTypeQinQ);
-         ++v) {
-      if (unlikely(len < off + 4)) {
-        truncated = true;
-        break;
-      }
-      ethertype = net::load_be16(d + off + 2);
-      off += 4;
-    }
-    if (unlikely(truncated)) {
-      ++c.parse_status[size_t(net::ParseStatus::truncated_vlan)];
-      drop(c, m, DropReason::malformed);
-      continue;
-    }
+    const uint16_t off = l2.l3_offset;
     const policy::LocalSidTable::Entry* sid = nullptr;
-    if (ethertype == net::kEthTypeIpv6 && len >= off + net::kIpv6HeaderLen && !sids.empty())
+    if (l2_status == net::ParseStatus::ok && l2.ethertype == net::kEthTypeIpv6 &&
+        len >= off + net::kIpv6HeaderLen && !sids.empty())
       sid = sids.find(d + off + 24);
     if (!sid) {
       if (s.fabric_non_sid == config::MissAction::pass) {

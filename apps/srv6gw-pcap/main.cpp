@@ -25,6 +25,7 @@
 #include "net/addr.hpp"
 #include "net/headers.hpp"
 #include "net/icrc.hpp"
+#include "net/l2.hpp"
 #include "net/parse.hpp"
 #include "pcap/pcap.hpp"
 #include "srv6/decap.hpp"
@@ -33,6 +34,7 @@
 namespace {
 
 using namespace srv6gw;
+
 
 // Exit codes: 0 done, 1 a file could not be read or written, 2 bad command line.
 constexpr int kExitIo = 1;
@@ -385,26 +387,18 @@ int run_decap(const Options& o) {
   while (auto pkt = reader->next()) {
     ++c.frames;
     std::span<uint8_t> frame(pkt->data);
-    // Ethernet and up to two VLAN tags; the outer packet must be IPv6.
-    size_t l3 = net::kEthHeaderLen;
-    bool short_frame = frame.size() < net::kEthHeaderLen;
-    uint16_t ethertype = short_frame ? 0 : uint16_t(frame[12] << 8 | frame[13]);
-    for (unsigned tags = 0; !short_frame && tags < net::kMaxVlanTags &&
-                            (ethertype == net::kEthTypeVlan || ethertype == net::kEthTypeQinQ);
-         ++tags) {
-      if (frame.size() < l3 + net::kVlanTagLen) {
-        short_frame = true;
-        break;
-      }
-      ethertype = uint16_t(frame[l3 + 2] << 8 | frame[l3 + 3]);
-      l3 += net::kVlanTagLen;
-    }
-    if (short_frame) {
+    // Ethernet and up to two VLAN tags (the data plane's walk); the outer packet must be
+    // IPv6. A third tag is passed like any other non-IPv6 frame, as the gateway does.
+    net::L2Header l2;
+    const net::ParseStatus l2_status =
+        net::walk_l2(frame.data(), frame.size(), l2, [](unsigned, uint16_t, uint16_t) {});
+    if (l2_status == net::ParseStatus::truncated_eth ||
+        l2_status == net::ParseStatus::truncated_vlan) {
       ++truncated_l2;
       ++c.dropped;
       continue;
     }
-    if (ethertype != net::kEthTypeIpv6) {
+    if (l2_status != net::ParseStatus::ok || l2.ethertype != net::kEthTypeIpv6) {
       ++not_ipv6;
       ++c.passed;
       if (!write_or_report(*writer, o.out, frame.data(), frame.size(), pkt->timestamp_ns)) {
@@ -412,6 +406,7 @@ int run_decap(const Options& o) {
       }
       continue;
     }
+    const size_t l3 = l2.l3_offset;
     srv6::DecapResult r;
     const srv6::DecapStatus st = srv6::decap(frame.subspan(l3), o.behavior, r);
     ++c.decap[size_t(st)];

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "config/model.hpp"
-#include "dataplane/pipeline.hpp"
+#include "dataplane/control/gateway.hpp"
 #include "engine_runner.hpp"
 #include "options.hpp"
 #include "ports.hpp"

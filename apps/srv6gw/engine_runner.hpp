@@ -12,7 +12,7 @@
 
 #include "agent/event_bus.hpp"
 #include "config/model.hpp"
-#include "dataplane/pipeline.hpp"
+#include "dataplane/control/gateway.hpp"
 #include "engine/attribution.hpp"
 #include "engine/engine.hpp"
 

@@ -29,7 +29,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "dataplane/pipeline.hpp"
+#include "dataplane/datapath/burst.hpp"
 
 namespace srv6gw::app {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "config/model.hpp"
-#include "dataplane/pipeline.hpp"
+#include "dataplane/control/gateway.hpp"
 #include "engine/probe_monitor.hpp"
 #include "engine_runner.hpp"
 

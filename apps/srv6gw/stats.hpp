@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/control/gateway.hpp"
 #include "dataplane/counters.hpp"
-#include "dataplane/pipeline.hpp"
 #include "net/addr.hpp"
 #include "ports.hpp"
 

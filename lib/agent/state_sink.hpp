@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "config/model.hpp"
+#include "dataplane/control/gateway.hpp"
 #include "dataplane/counters.hpp"
-#include "dataplane/pipeline.hpp"
 #include "engine/probe_monitor.hpp"
 
 namespace srv6gw::agent {

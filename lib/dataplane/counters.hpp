@@ -43,7 +43,7 @@ inline constexpr auto kDropReasonNames = SRV6GW_ENUM_NAMES(SRV6GW_DROP_REASONS);
 static_assert(kDropReasonNames.size() == size_t(DropReason::count_));
 const char* to_string(DropReason r);
 
-// 0 .. kBurstSize packets per RX poll (pipeline.hpp's kBurstSize; checked there).
+// 0 .. kBurstSize packets per RX poll (datapath/burst.hpp's kBurstSize; the worker checks).
 inline constexpr size_t kRxBurstHistogramBuckets = 33;
 
 // Every plain counter of a worker, once: X(member) /* meaning */. The struct's fields, the

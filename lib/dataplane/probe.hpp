@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Path health probes in the data plane (docs/probing.md; wire format in srv6/probe.hpp).
+// Path health probes in the data plane (docs/probing.md; wire format in srv6/probe.hpp):
+// what the prober (main lcore) and the workers share. The worker side is datapath/probe.hpp.
 //
 //   main lcore (prober) --probe TX ring (mbufs, MP/SC)--> worker 0 --> fabric TX
 //   worker: request to our end-probe SID -> reflected in place -> probe TX ring
@@ -14,11 +15,7 @@
 
 #include <cstdint>
 
-struct rte_mbuf;
-
 namespace srv6gw::dataplane {
-
-struct WorkerContext;
 
 // A reply that came back to one of our end-probe SIDs, 32 bytes, copied into the ring.
 struct ProbeReply {
@@ -33,14 +30,5 @@ static_assert(sizeof(ProbeReply) == 32, "ring element size");
 
 inline constexpr unsigned kProbeTxRingSize = 1024;     // mbufs waiting for worker 0
 inline constexpr unsigned kProbeReplyRingSize = 4096;  // replies waiting for the prober
-
-// Worker side. `l3_offset` is where the outer IPv6 header starts in the frame (after the
-// Ethernet header and VLAN tags). Consumes `m` (reflected, handed over, or dropped and
-// counted). Cold: called only for packets to an end-probe SID.
-void handle_probe(WorkerContext& w, rte_mbuf* m, uint16_t l3_offset, uint64_t now_tsc);
-
-// Worker side: moves up to `max` mbufs waiting on the probe TX ring into `out` (fabric TX);
-// only the worker that drains the ring (worker 0) gets any.
-uint16_t take_probe_tx(WorkerContext& w, rte_mbuf** out, uint16_t max);
 
 }  // namespace srv6gw::dataplane

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Per-worker state of the data plane. Opaque to the worker loop (pipeline.hpp only declares
-// it); the pipeline and its tests include this header. One object per worker lcore, written
-// only by that lcore; cache-line aligned so no line is shared between workers.
+// Per-worker state of the data plane: the Gateway (control/) creates it, the burst functions
+// (datapath/) use it; the worker loop only sees the declaration in datapath/burst.hpp. One
+// object per worker lcore, written only by that lcore; cache-line aligned so no line is
+// shared between workers.
 #pragma once
 
 #include <rte_mempool.h>

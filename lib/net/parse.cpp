@@ -5,6 +5,7 @@
 
 #include "net/bytes.hpp"
 #include "net/hash.hpp"
+#include "net/l2.hpp"
 
 namespace srv6gw::net {
 
@@ -172,20 +173,17 @@ inline ParseStatus parse_frame_fields(const uint8_t* p, size_t len, PacketInfo& 
   info.vlan_count = 0;
   std::memset(info.vlan_tci, 0, sizeof info.vlan_tci);
   std::memset(info.vlan_tpid, 0, sizeof info.vlan_tpid);
-  if (SRV6GW_UNLIKELY(len < kEthHeaderLen)) return ParseStatus::truncated_eth;
-  size_t off = 12;  // ethertype / first TPID
-  uint16_t ethertype = load_be16(p + off);
-  while (SRV6GW_UNLIKELY(ethertype == kEthTypeVlan || ethertype == kEthTypeQinQ)) {
-    if (info.vlan_count == kMaxVlanTags) return ParseStatus::too_many_vlans;
-    if (off + 2 + kVlanTagLen > len) return ParseStatus::truncated_vlan;
-    info.vlan_tpid[info.vlan_count] = ethertype;
-    info.vlan_tci[info.vlan_count] = load_be16(p + off + 2);
-    ++info.vlan_count;
-    off += kVlanTagLen;
-    ethertype = load_be16(p + off);
-  }
-  const size_t l3 = off + 2;
-  info.l3_offset = uint16_t(l3);
+  L2Header l2;
+  const ParseStatus l2_status =
+      walk_l2(p, len, l2, [&info](unsigned index, uint16_t tpid, uint16_t tci) {
+        info.vlan_tpid[index] = tpid;
+        info.vlan_tci[index] = tci;
+        info.vlan_count = uint8_t(index + 1);
+      });
+  if (SRV6GW_UNLIKELY(l2_status != ParseStatus::ok)) return l2_status;
+  const uint16_t ethertype = l2.ethertype;
+  const size_t l3 = l2.l3_offset;
+  info.l3_offset = l2.l3_offset;
   if (SRV6GW_LIKELY(ethertype == kEthTypeIpv4)) return parse_ipv4_at(p, l3, len, info);
   if (ethertype == kEthTypeIpv6) return parse_ipv6_at(p, l3, len, info);
   return ParseStatus::not_ip;

@@ -11,7 +11,8 @@
 
 #include "agent/agent.hpp"
 #include "agent_test_util.hpp"
-#include "dataplane/pipeline.hpp"
+#include "dataplane/control/gateway.hpp"
+#include "dataplane/datapath/burst.hpp"
 #include "packet_builder.hpp"
 #include "policy/runtime.hpp"
 

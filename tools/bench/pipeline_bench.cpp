@@ -40,7 +40,8 @@
 #include <vector>
 
 #include "config/loader.hpp"
-#include "dataplane/pipeline.hpp"
+#include "dataplane/control/gateway.hpp"
+#include "dataplane/datapath/burst.hpp"
 #include "pcap/pcap.hpp"
 
 namespace {

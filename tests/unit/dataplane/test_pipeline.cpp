@@ -11,8 +11,9 @@
 #include <string>
 
 #include "../policy/config_builder.hpp"
-#include "dataplane/mbuf_span.hpp"
-#include "dataplane/pipeline.hpp"
+#include "dataplane/control/gateway.hpp"
+#include "dataplane/datapath/burst.hpp"
+#include "dataplane/datapath/mbuf_span.hpp"
 #include "dataplane/worker_context.hpp"
 #include "net/parse.hpp"
 #include "packet_builder.hpp"

@@ -16,8 +16,9 @@
 #include <thread>
 
 #include "../policy/config_builder.hpp"
-#include "dataplane/mbuf_span.hpp"
-#include "dataplane/pipeline.hpp"
+#include "dataplane/control/gateway.hpp"
+#include "dataplane/datapath/burst.hpp"
+#include "dataplane/datapath/mbuf_span.hpp"
 #include "packet_builder.hpp"
 #include "policy/runtime.hpp"
 

@@ -17,8 +17,9 @@
 #include <map>
 
 #include "../policy/config_builder.hpp"
-#include "dataplane/mbuf_span.hpp"
-#include "dataplane/pipeline.hpp"
+#include "dataplane/control/gateway.hpp"
+#include "dataplane/datapath/burst.hpp"
+#include "dataplane/datapath/mbuf_span.hpp"
 #include "dataplane/worker_context.hpp"
 #include "engine/attribution.hpp"
 #include "engine/engine.hpp"

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "net/hash.hpp"
+#include "net/l2.hpp"
 #include "net/parse.hpp"
 #include "packet_builder.hpp"
 
@@ -249,6 +250,49 @@ TEST(Parse, VlanTags) {
             ParseStatus::ok);
   EXPECT_EQ(info.l3_offset, 22);
   EXPECT_EQ(info.family, Family::ipv6);
+}
+
+// The L2 walk the fabric side and srv6gw-pcap share with parse_frame: same outcome and L3
+// offset as the parser on every tag layout, whatever the payload.
+TEST(Parse, L2WalkAgreesWithParser) {
+  const Bytes ip = test::ipv4({}, test::udp_roce(1, 4791, {}, 0));
+  Bytes vlan_cut = test::ethernet(kEthTypeVlan, {});
+  vlan_cut.push_back(0x00);
+  const std::vector<Bytes> frames = {
+      Bytes{},
+      Bytes(13, 0),
+      test::ethernet(kEthTypeIpv4, ip),
+      test::ethernet(kEthTypeIpv6, test::ipv6({}, test::udp_roce(1, 4791, {}, 0)),
+                     {{kEthTypeQinQ, 1}, {kEthTypeVlan, 2}}),
+      test::ethernet(kEthTypeIpv4, ip, {{kEthTypeVlan, 7}}),
+      vlan_cut,
+      test::ethernet(kEthTypeIpv4, ip, {{kEthTypeQinQ, 1}, {kEthTypeVlan, 2}, {kEthTypeVlan, 3}}),
+  };
+  const std::vector<ParseStatus> walk_expected = {ParseStatus::truncated_eth,
+                                                  ParseStatus::truncated_eth,
+                                                  ParseStatus::ok,
+                                                  ParseStatus::ok,
+                                                  ParseStatus::ok,
+                                                  ParseStatus::truncated_vlan,
+                                                  ParseStatus::too_many_vlans};
+  for (size_t i = 0; i < frames.size(); ++i) {
+    SCOPED_TRACE(i);
+    L2Header l2;
+    unsigned tags = 0;
+    const ParseStatus walked = walk_l2(frames[i].data(), frames[i].size(), l2,
+                                       [&tags](unsigned, uint16_t, uint16_t) { ++tags; });
+    EXPECT_EQ(walked, walk_expected[i]);
+    PacketInfo info;
+    const ParseStatus parsed = parse(frames[i], info);
+    if (walked != ParseStatus::ok) {
+      EXPECT_EQ(parsed, walked);
+      continue;
+    }
+    EXPECT_EQ(parsed, ParseStatus::ok);
+    EXPECT_EQ(l2.l3_offset, info.l3_offset);
+    EXPECT_EQ(tags, info.vlan_count);
+    EXPECT_EQ(l2.ethertype, info.family == Family::ipv4 ? kEthTypeIpv4 : kEthTypeIpv6);
+  }
 }
 
 TEST(Parse, PassThroughFieldsSetUpToFailingLayer) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Worker side of path health probes (probe.hpp): reflect requests, hand replies over, drain
 // the probe TX ring. Everything here runs only for packets to an end-probe SID.
-#include "dataplane/probe.hpp"
+#include "dataplane/datapath/probe.hpp"
 
 #include <rte_branch_prediction.h>
 #include <rte_mbuf.h>

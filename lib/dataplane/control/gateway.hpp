@@ -1,19 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The contract between the gateway's state (policies, steering, local SIDs, published
-// lock-free under RCU QSBR) and the worker loop that moves mbufs between the two ports.
+// Control side of the data plane (grout's control/): the Gateway owns the state the workers
+// read (policies, steering, local SIDs, published lock-free under RCU QSBR), the per-worker
+// contexts and the rings between the workers and the main lcore. The worker side, what runs
+// per burst, is dataplane/datapath/burst.hpp.
 //
-// Control side (main lcore): Gateway::create(), apply(), reclaim(), counters. The control
-// methods of one Gateway may be called from several control threads (the Runtime underneath
-// serialises them with a mutex); never from a worker.
-// Worker side (one lcore per queue), RCU QSBR protocol:
-//   create() registers reader ids 0..n_workers-1 on qsbr() (registering again is harmless).
-//   The worker with context worker(i) calls, with i = worker_index(ctx):
-//     rte_rcu_qsbr_thread_online(qsbr, i)   once before its first burst (or worker_online),
-//     process_host_burst() / process_fabric_burst() on each burst received,
-//     rte_rcu_qsbr_quiescent(qsbr, i)       once per loop iteration (or worker_quiescent),
-//     rte_rcu_qsbr_thread_offline(qsbr, i)  when it stops (or worker_offline).
-//   A worker must not keep any pointer obtained inside a process_* call across a quiescent
-//   report. An offline or never-started worker does not hold back reclamation.
+// Gateway::create(), apply(), reclaim(), counters: main lcore and other control threads.
+// The control methods of one Gateway may be called from several control threads (the
+// Runtime underneath serialises them with a mutex); never from a worker.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +30,6 @@ class Runtime;
 }
 
 namespace srv6gw::dataplane {
-
-inline constexpr uint16_t kBurstSize = 32;
 
 // Per-lcore worker state (counters, selection cursors, flowlet table, header pool). Owned by
 // the Gateway, used by exactly one worker lcore.
@@ -143,21 +134,5 @@ class Gateway {
   // prober on the main lcore).
   virtual unsigned drain_probe_replies(ProbeReply* out, unsigned max) = 0;
 };
-
-// Worker API. `pkts` is the burst received on one port. Packets to transmit on the other port
-// are written to `out` (capacity n) in order and their count returned; every other packet has
-// been freed and counted. No allocation (except chained header mbufs from the pool), no lock.
-uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_mbuf** out);
-uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_mbuf** out);
-
-// Counters of the worker (its own lines; the worker writes, the control thread reads).
-WorkerCounters& counters(WorkerContext& w);
-// Worker index as registered with the QSBR variable.
-unsigned worker_index(const WorkerContext& w);
-
-// QSBR reporting for worker(i) (see the protocol at the top of this file).
-void worker_online(WorkerContext& w);
-void worker_quiescent(WorkerContext& w);
-void worker_offline(WorkerContext& w);
 
 }  // namespace srv6gw::dataplane

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Gateway: owns the RCU QSBR variable, the published state (policy::Runtime) and the
 // per-worker contexts. Control side only.
+#include "dataplane/control/gateway.hpp"
+
 #include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_malloc.h>
@@ -16,7 +18,6 @@
 #include <mutex>
 #include <string>
 
-#include "dataplane/pipeline.hpp"
 #include "dataplane/worker_context.hpp"
 #include "policy/runtime.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The per-burst packet pipeline (host -> fabric encapsulation, fabric -> host
-// decapsulation) and the Gateway object that owns the published state and the workers.
-#include "dataplane/pipeline.hpp"
+// The per-burst packet pipeline: host -> fabric encapsulation, fabric -> host
+// decapsulation. Worker side only (the Gateway is control/gateway.cpp).
+#include "dataplane/datapath/burst.hpp"
 
 #include <rte_branch_prediction.h>
 #include <rte_cycles.h>
@@ -17,10 +17,11 @@
 #include <cstring>
 #include <new>
 
-#include "dataplane/mbuf_span.hpp"
-#include "dataplane/probe.hpp"
+#include "dataplane/datapath/mbuf_span.hpp"
+#include "dataplane/datapath/probe.hpp"
 #include "dataplane/worker_context.hpp"
 #include "net/bytes.hpp"
+#include "net/l2.hpp"
 #include "net/parse.hpp"
 #include "policy/runtime.hpp"
 #include "policy/selection.hpp"
@@ -223,6 +224,65 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   return head;
 }
 
+// The decap step, the mirror of encap_one: decapsulates one frame addressed to our local SID
+// (`behavior`; the outer IPv6 header at `l3_offset`), taps the engine's feedback and writes
+// the inner packet's Ethernet header toward the host (`host_mac`: configured or learned,
+// null to keep the frame's own). Returns the mbuf to send, or null when the packet was
+// dropped (counted).
+inline rte_mbuf* decap_one(WorkerContext& w, const policy::Settings& s, rte_mbuf* m,
+                           uint16_t l3_offset, srv6::LocalSidBehavior behavior,
+                           const uint8_t* host_mac, uint64_t now) {
+  WorkerCounters& c = w.counters;
+  // A chain (beyond the MTU, see process_host_burst) is only decapsulated from its first
+  // segment: refuse it by name. Chains not for us took the non-SID action before,
+  // untouched (e.g. our own chained-header encapsulations looped back by net_ring).
+  if (unlikely(m->nb_segs != 1)) {
+    drop(c, m, DropReason::oversize);
+    return nullptr;
+  }
+  uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
+  const uint16_t len = m->data_len;
+  srv6::DecapResult r;
+  const srv6::DecapStatus ds =
+      srv6::decap(std::span<uint8_t>(d + l3_offset, len - l3_offset), behavior, r);
+  ++c.decap_status[size_t(ds)];
+  if (unlikely(ds != srv6::DecapStatus::ok)) {
+    drop(c, m, DropReason::decap_refused);
+    return nullptr;
+  }
+  // Feedback taps for the local SR engine (RoCEv2 inner packets only).
+  if (r.inner_marked_ce) ++c.inner_ce_marked;
+  {
+    const bool ce = r.outer_ecn == 3;
+    c.outer_ce_seen += ce;
+    net::PacketInfo inner;
+    const std::span<const uint8_t> ip(d + l3_offset + r.inner_offset, r.inner_len);
+    if (net::parse_ip(ip, r.inner_family, inner) == net::ParseStatus::ok) {
+      if (unlikely(ce)) tap_ce(w, inner, r, now);
+      if (unlikely(inner.is_cnp)) {
+        ++c.cnp_seen;
+        push_feedback(w, FeedbackKind::cnp_decap, inner, r.had_srh, r.srh_tag, now);
+      }
+    }
+  }
+
+  uint8_t macs[12];
+  std::memcpy(macs, d, sizeof macs);
+  rte_pktmbuf_adj(m, uint16_t(l3_offset + r.inner_offset));
+  if (m->pkt_len > r.inner_len) rte_pktmbuf_trim(m, uint16_t(m->pkt_len - r.inner_len));
+  uint8_t* eth = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, net::kEthHeaderLen));
+  const uint8_t* dst_mac = macs;
+  const uint8_t* src_mac = macs + 6;
+  if (!s.transparent_mac) {
+    if (host_mac) dst_mac = host_mac;
+    src_mac = w.host_port_mac.bytes.data();
+  }
+  write_eth(eth, dst_mac, src_mac,
+            r.inner_family == net::Family::ipv4 ? net::kEthTypeIpv4 : net::kEthTypeIpv6);
+  ++c.decap;
+  return m;
+}
+
 }  // namespace
 
 uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_mbuf** out) {
@@ -331,12 +391,15 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
   const policy::View& view = *w.runtime->view();
   const policy::Settings& s = view.settings;
   const policy::LocalSidTable& sids = *view.local_sids;
-  // Destination MAC toward the host: configured, else learned, else (nothing learned yet)
-  // the frame's own destination is kept.
+  // Destination MAC toward the host: configured, else learned, else (nothing learned yet,
+  // null) the frame's own destination is kept.
   uint8_t learned_mac[6];
   const uint64_t learned =
       s.has_host_mac ? 0 : w.learned_host_mac->packed.load(std::memory_order_relaxed);
   unpack_mac(learned, learned_mac);
+  const uint8_t* host_mac = s.has_host_mac ? s.host_mac.bytes.data()
+                            : learned != 0 ? learned_mac
+                                           : nullptr;
   uint16_t n_out = 0;
   ++c.bursts;
   for (unsigned i = 0; i < kPrefetchAhead && i < n; ++i)
@@ -346,35 +409,24 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
     rte_mbuf* m = pkts[i];
     ++c.rx_fabric;
     c.rx_fabric_bytes += m->pkt_len;
-    uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
+    const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
     const uint16_t len = m->data_len;
 
-    // L2: Ethernet and up to two VLAN tags.
-    if (unlikely(len < net::kEthHeaderLen)) {
-      ++c.parse_status[size_t(net::ParseStatus::truncated_eth)];
+    // Classify: L2 (the parser's walk), then the outer destination against our local SIDs.
+    // More tags than we walk is not a frame for one of our SIDs: the non-SID action.
+    net::L2Header l2;
+    const net::ParseStatus l2_status =
+        net::walk_l2(d, len, l2, [](unsigned, uint16_t, uint16_t) {});
+    if (unlikely(l2_status == net::ParseStatus::truncated_eth ||
+                 l2_status == net::ParseStatus::truncated_vlan)) {
+      ++c.parse_status[size_t(l2_status)];
       drop(c, m, DropReason::malformed);
       continue;
     }
-    uint16_t ethertype = net::load_be16(d + 12);
-    uint16_t off = net::kEthHeaderLen;
-    bool truncated = false;
-    for (unsigned v = 0; v < net::kMaxVlanTags &&
-                         (ethertype == net::kEthTypeVlan || ethertype == net::kEthTypeQinQ);
-         ++v) {
-      if (unlikely(len < off + 4)) {
-        truncated = true;
-        break;
-      }
-      ethertype = net::load_be16(d + off + 2);
-      off += 4;
-    }
-    if (unlikely(truncated)) {
-      ++c.parse_status[size_t(net::ParseStatus::truncated_vlan)];
-      drop(c, m, DropReason::malformed);
-      continue;
-    }
+    const uint16_t off = l2.l3_offset;
     const policy::LocalSidTable::Entry* sid = nullptr;
-    if (ethertype == net::kEthTypeIpv6 && len >= off + net::kIpv6HeaderLen && !sids.empty())
+    if (l2_status == net::ParseStatus::ok && l2.ethertype == net::kEthTypeIpv6 &&
+        len >= off + net::kIpv6HeaderLen && !sids.empty())
       sid = sids.find(d + off + 24);
     if (!sid) {
       if (s.fabric_non_sid == config::MissAction::pass) {
@@ -389,56 +441,9 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
       handle_probe(w, m, off, now);  // reflected toward the fabric or handed to the prober
       continue;
     }
-
-    // A chain (beyond the MTU, see process_host_burst) is only decapsulated from its first
-    // segment: refuse it by name. Chains not for us took the non-SID action above, untouched
-    // (e.g. our own chained-header encapsulations looped back by net_ring).
-    if (unlikely(m->nb_segs != 1)) {
-      drop(c, m, DropReason::oversize);
-      continue;
-    }
-    srv6::DecapResult r;
-    const srv6::DecapStatus ds =
-        srv6::decap(std::span<uint8_t>(d + off, len - off), sid->behavior, r);
-    ++c.decap_status[size_t(ds)];
-    if (unlikely(ds != srv6::DecapStatus::ok)) {
-      drop(c, m, DropReason::decap_refused);
-      continue;
-    }
-    // Feedback taps for the local SR engine (RoCEv2 inner packets only).
-    if (r.inner_marked_ce) ++c.inner_ce_marked;
-    {
-      const bool ce = r.outer_ecn == 3;
-      c.outer_ce_seen += ce;
-      net::PacketInfo inner;
-      const std::span<const uint8_t> ip(d + off + r.inner_offset, r.inner_len);
-      if (net::parse_ip(ip, r.inner_family, inner) == net::ParseStatus::ok) {
-        if (unlikely(ce)) tap_ce(w, inner, r, now);
-        if (unlikely(inner.is_cnp)) {
-          ++c.cnp_seen;
-          push_feedback(w, FeedbackKind::cnp_decap, inner, r.had_srh, r.srh_tag, now);
-        }
-      }
-    }
-
-    uint8_t macs[12];
-    std::memcpy(macs, d, sizeof macs);
-    rte_pktmbuf_adj(m, uint16_t(off + r.inner_offset));
-    if (m->pkt_len > r.inner_len) rte_pktmbuf_trim(m, uint16_t(m->pkt_len - r.inner_len));
-    uint8_t* eth = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, net::kEthHeaderLen));
-    const uint8_t* dst_mac = macs;
-    const uint8_t* src_mac = macs + 6;
-    if (!s.transparent_mac) {
-      if (s.has_host_mac)
-        dst_mac = s.host_mac.bytes.data();
-      else if (learned != 0)
-        dst_mac = learned_mac;
-      src_mac = w.host_port_mac.bytes.data();
-    }
-    write_eth(eth, dst_mac, src_mac,
-              r.inner_family == net::Family::ipv4 ? net::kEthTypeIpv4 : net::kEthTypeIpv6);
-    ++c.decap;
-    out[n_out++] = m;
+    if (rte_mbuf* res = decap_one(w, s, m, off, sid->behavior, host_mac, now);
+        likely(res != nullptr))
+      out[n_out++] = res;
   }
   if (unlikely(w.n_pending != 0)) flush_feedback(w);
   const uint64_t spent = rte_rdtsc() - start;

@@ -35,7 +35,6 @@ namespace {
 
 using namespace srv6gw;
 
-
 // Exit codes: 0 done, 1 a file could not be read or written, 2 bad command line.
 constexpr int kExitIo = 1;
 constexpr int kExitUsage = 2;

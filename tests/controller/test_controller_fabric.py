@@ -261,6 +261,22 @@ def main():
     wp, wf = ctl.watch(watch_path)
     time.sleep(0.3)
     with_ctl = cut_run(fab)
+    # The restore's probe-up and pushes come after the probes' hold-down, which grows when
+    # the path flapped: 1-8 s after the link is up again on a loaded machine. Wait for them
+    # (bounded) instead of a fixed time, then stop the watch.
+    t_restore_ns = int(with_ctl["t_restore"] * 1e9)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with open(watch_path) as f:
+            late = [json.loads(ln) for ln in f if ln.strip()]
+        late = [e for e in late if int(e.get("time_unix_ns", 0)) >= t_restore_ns]
+        if any("probe-up" in e.get("detail", "") for e in late) and len(
+                {e["gateway"] for e in late
+                 if e.get("kind") == "CONTROLLER_EVENT_KIND_PUSHED"}) == 4:
+            break
+        time.sleep(0.2)
+    log(f"restore seen by the controller and pushed {time.time() - with_ctl['t_restore']:.1f} s "
+        f"after the link came back")
     time.sleep(0.3)
     wp.send_signal(signal.SIGTERM)
     wp.wait(timeout=10)

@@ -1135,10 +1135,13 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     if max(args.frames) > 1514:
         # Pktgen 23.03 cuts pcap frames to 1514 B unless started with -j, and -j sets MTU 9216
-        # on its ports, which net_af_packet of DPDK 22.11 refuses ("Cannot set MTU 9216 on port
-        # 0, (22)"); on NIC ports -j works (docs/pktgen.md).
+        # on its ports: net_af_packet (max frame 1518 B) and net_tap (1522 B) of DPDK 22.11
+        # refuse it, net_pcap and net_memif have no MTU operation, and pktgen stops when the
+        # MTU cannot be set. On NIC ports -j works (docs/pktgen.md).
         die(f"frames of {max(args.frames)} B: pktgen needs -j (jumbo) for frames above 1514 B, "
-            f"and net_af_packet refuses the MTU 9216 that -j sets; this rig runs up to 1514 B")
+            f"and no kernel-facing DPDK 22.11 port takes the MTU 9216 that -j sets (af_packet "
+            f"max frame 1518 B, tap 1522 B, pcap and memif cannot set an MTU); this rig runs up "
+            f"to 1514 B, NIC ports run 4 KB")
     jumbo = False
     rig = Rig(f"srv6gwpg{os.getpid()}", 9000 if jumbo else 1500)
 

@@ -407,9 +407,10 @@ class Pktgen:
         eal = ["-l", args.pktgen_lcores, "--no-pci", "--file-prefix", self.prefix,
                "--log-level", "lib.eal:warning",
                # Deeper rings on the tester's side: pktgen serves both ports from one lcore,
-               # and frames its RX ring cannot take are the tester's loss, not the DUT's.
+               # and frames its RX ring cannot take are the tester's loss, not the DUT's. Both
+               # ports receive (port 1 in the encap direction, port 0 in the decap one).
                # (Fewer of the jumbo frames: each takes a 12 KB block of kernel memory.)
-               "--vdev", af_packet(0, "pg0", room, 4096 if room <= 2048 else 1024),
+               "--vdev", af_packet(0, "pg0", room, 8192 if room <= 2048 else 4096),
                "--vdev", af_packet(1, "pg1", room, 8192 if room <= 2048 else 4096)]
         lcore = args.pktgen_lcores.split(",")[1]
         # -T: text screen, -P: promiscuous (the DUT's frames carry its next-hop MAC), one lcore

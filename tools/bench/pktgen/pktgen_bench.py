@@ -789,15 +789,27 @@ def capture_sample(rig, pg, args, work, tag, count, direction):
         paths.append(path)
         procs.append(p)
         cmds.append(" ".join(cmd))
-    time.sleep(1.5)  # dumpcap opens the interfaces
+    # dumpcap writes its file header once it captures: wait for both (bounded; a loaded
+    # machine took more than the 1.5 s this once slept).
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not all(
+            os.path.exists(f) and os.path.getsize(f) > 0 for f in paths):
+        if any(p.poll() is not None for p in procs):
+            break
+        time.sleep(0.1)
+    time.sleep(0.3)
     trial = pg.trial(args.sample_rate, int(args.sample_seconds * 1000), d["tx"], d["rx"])
-    for p in procs:
+    errors = []
+    for p, path, cmd in zip(procs, paths, cmds):
         try:
             p.wait(timeout=10)
         except subprocess.TimeoutExpired:
             p.send_signal(signal.SIGINT)
             p.wait(timeout=10)
-    return paths[0], paths[1], trial, cmds
+        if not os.path.exists(path):
+            errors.append(f"'{cmd}' wrote no file (exit {p.returncode}): "
+                          f"{p.stderr.read().strip()}")
+    return paths[0], paths[1], trial, cmds, errors
 
 
 def read_pcap_times(path):
@@ -1209,6 +1221,11 @@ def main():
                         known = s.bounds()
                         nd, note = s.search(0.0, known)
                         pd, note2 = s.search(args.partial_loss, known)
+                        # The partial-drop search can find a higher rate without loss than
+                        # the no-drop search's last bracket (each stops after --max-trials):
+                        # every loss-free trial counts for the no-drop rate.
+                        nd = max([t for t in s.trials if t["loss"] == 0.0] + ([nd] if nd else []),
+                                 key=lambda t: t["offered_mpps"], default=None)
                         d.update({"no_drop": summarize(nd, size),
                                   "partial_drop": summarize(pd, size), "note": note or note2,
                                   "tester_ceiling_mpps": round(s.tester_ceiling_mpps, 4),
@@ -1217,8 +1234,14 @@ def main():
                             f"{args.partial_loss * 100:g} % loss "
                             f"{d['partial_drop']['mpps']:.4f} Mpps")
                     problems = cross_check(kind, s.trials, args.tolerance)
-                    spath, inpath, strial, scmds = capture_sample(
+                    spath, inpath, strial, scmds, serrors = capture_sample(
                         rig, pg, args, work, f"{kind}-{tag}-{dr}", args.sample_frames, dr)
+                    if serrors:
+                        problems += [f"sample ({dr}): {e}" for e in serrors]
+                        d["problems"] = problems
+                        results["problems"] += problems
+                        pts[dr]["duts"][kind] = d
+                        continue
                     d["latency"] = latency_through_dut(inpath, spath)
                     d["latency"]["rate_pct"] = args.sample_rate
                     log(f"  latency through {kind} ({dr}) at {args.sample_rate} %: "

@@ -10,8 +10,12 @@ Rig (one network namespace, two veth pairs, every port net_af_packet):
 On real hardware the same: pktgen's two NIC ports cabled to the gateway's host and fabric ports
 (see docs/pktgen.md).
 
-Pktgen replays a RoCEv2 pcap from roce-gen (`-s 0:FILE`) on port 0; the DUT encapsulates
-(srv6gw) or forwards (testpmd io) toward port 1. Pktgen runs tools/bench/pktgen/trials.lua, a
+Encap direction: pktgen replays a RoCEv2 pcap from roce-gen (`-s 0:FILE`) on port 0; the DUT
+encapsulates (srv6gw) or forwards (testpmd io) toward port 1. Decap direction: pktgen replays on
+port 1 (`-s 1:FILE`) the same traffic as it reaches this gateway from the fabric (srv6gw-pcap
+encap toward the gateway's End.DX4/DX6 SID, segments left 0 as the last transit node leaves it);
+the DUT decapsulates (srv6gw) or forwards (testpmd io) toward port 0. One pktgen and one DUT
+serve both directions, one after the other. Pktgen runs tools/bench/pktgen/trials.lua, a
 trial server: this script sends one trial (rate, length) at a time through a FIFO and reads
 pktgen's port counters back; between trials it reads the DUT's counters over DPDK telemetry
 (/ethdev/stats for both DUTs, /srv6gw/stats for the gateway), so every lost frame is placed:
@@ -23,9 +27,11 @@ length; then a second search for the highest rate with at most --partial-loss lo
 starting from what the first one learned. Frames sent per second of trial is the rate reported
 (pktgen's own ceiling on this rig can be below the rate asked: the JSON keeps both).
 
-After the srv6gw search, a sample of what arrives at port 1 is captured (dumpcap on pg1 at a low
-rate) and checked with tshark: SRv6 encapsulation, the expected SID list for each (destination,
-QP), the inner RoCEv2 packet byte-identical to the one sent and its ICRC valid.
+After each srv6gw search, a sample of what arrives at pktgen's receiving port is captured
+(dumpcap at a low rate) and checked with tshark. Encap: SRv6 encapsulation, the expected SID list
+for each (destination, QP), the inner RoCEv2 packet byte-identical to the one sent and its ICRC
+valid. Decap: plain RoCEv2 toward the host's MAC, the IP packet byte-identical to the one inside
+the SRv6 frame sent, ICRC valid.
 
 Pktgen is built from ../shared/tools/pktgen-dpdk-23.03.0.tar.gz (or --pktgen-tarball) into
 --pktgen-build when PKTGEN (or --pktgen) does not name a pktgen binary. Root is needed (network
@@ -67,12 +73,24 @@ PKTGEN_PAGES = 1450
 DUT_MEM_MB = 1024
 MBUF_SIZE = 4864  # srv6gw's packet data room (4 KB frames in one segment), testpmd the same
 GW_SOURCE = "fc00:0:1::1"
+FAR_GW_SOURCE = "fc00:0:2::1"  # the far gateway that encapsulated the decap direction's frames
+GW_DX_SID = {"ipv4": "fc00:0:1::d4", "ipv6": "fc00:0:1::d6"}  # this gateway's End.DX4 / DX6
+GW_FABRIC_MAC = "02:00:00:00:0f:02"
 NEXTHOP_MAC = "02:00:00:00:0f:01"
 HOST_MAC = "02:00:00:00:00:01"
 
 _children = []
 _cleanups = []
 
+# What each direction sends where: pktgen's sending and receiving ports, the DUT's ingress and
+# egress ports (their names in dut_counters), the gateway counter of the frames it transformed,
+# the veth tapped on the DUT's ingress and the one at pktgen's receiving port.
+DIRECTIONS = {
+    "encap": {"tx": 0, "rx": 1, "dut_in": "host", "dut_out": "fabric", "gw_counter": "encap",
+              "tap_in": "gwh", "tap_out": "pg1"},
+    "decap": {"tx": 1, "rx": 0, "dut_in": "fabric", "dut_out": "host", "gw_counter": "decap",
+              "tap_in": "gwf", "tap_out": "pg0"},
+}
 
 def log(msg):
     print(f"[pktgen-bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
@@ -375,26 +393,32 @@ class Dut:
 
 
 class Pktgen:
-    def __init__(self, binary, rig, args, work, pcap, jumbo, tag):
+    def __init__(self, binary, rig, args, work, pcaps, jumbo, tag):
         self.work = work
         self.prefix = f"srv6gw_pgb_pktgen_{tag}_{os.getpid()}"
         self.cmds = os.path.join(work, f"pktgen-{tag}.cmds")
         self.results = os.path.join(work, f"pktgen-{tag}.results")
         self.log = os.path.join(work, f"pktgen-{tag}.log")
+        if os.path.exists(self.cmds):  # a --workdir used before
+            os.unlink(self.cmds)
         os.mkfifo(self.cmds)
         open(self.results, "w").close()
         room = 10240 if jumbo else 2048
         eal = ["-l", args.pktgen_lcores, "--no-pci", "--file-prefix", self.prefix,
                "--log-level", "lib.eal:warning",
                # Deeper rings on the tester's side: pktgen serves both ports from one lcore,
-               # and frames its RX ring cannot take are the tester's loss, not the DUT's.
+               # and frames its RX ring cannot take are the tester's loss, not the DUT's. Both
+               # ports receive (port 1 in the encap direction, port 0 in the decap one).
                # (Fewer of the jumbo frames: each takes a 12 KB block of kernel memory.)
-               "--vdev", af_packet(0, "pg0", room, 4096 if room <= 2048 else 1024),
+               "--vdev", af_packet(0, "pg0", room, 8192 if room <= 2048 else 4096),
                "--vdev", af_packet(1, "pg1", room, 8192 if room <= 2048 else 4096)]
         lcore = args.pktgen_lcores.split(",")[1]
         # -T: text screen, -P: promiscuous (the DUT's frames carry its next-hop MAC), one lcore
-        # for both ports; port 0 replays the pcap.
-        app = ["-T", "-P", "-m", f"{lcore}.[0-1]", "-s", f"0:{pcap}", "-f", LUA]
+        # for both ports; port P replays pcaps[P] (port 0: host traffic, port 1: fabric traffic).
+        app = ["-T", "-P", "-m", f"{lcore}.[0-1]"]
+        for port, pcap in sorted(pcaps.items()):
+            app += ["-s", f"{port}:{pcap}"]
+        app += ["-f", LUA]
         if jumbo:
             app.insert(0, "-j")
         self.command = rig.cmd([binary] + eal + ["--"] + app)
@@ -435,8 +459,8 @@ class Pktgen:
             time.sleep(0.05)
         die(f"pktgen gave no '{prefix}' within {timeout} s, see {self.log}")
 
-    def trial(self, rate, ms):
-        self.fifo.write(f"trial {rate:.4f} {ms}\n")
+    def trial(self, rate, ms, tx=0, rx=1):
+        self.fifo.write(f"trial {rate:.4f} {ms} {tx} {rx}\n")
         self.fifo.flush()
         line = self._wait_line("result", ms / 1000 + 60)
         return {k: (int(v) if re.fullmatch(r"-?\d+", v) else float(v))
@@ -571,6 +595,38 @@ def make_config(path, flows, sids, steering, policies, mbufs, pcap_frames):
     return expect
 
 
+def write_pcap(path, frames):
+    """Classic pcap (microseconds, Ethernet), every frame stamped 0: pktgen replays in order."""
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for fr in frames:
+            f.write(struct.pack("<IIII", 0, 0, len(fr), len(fr)))
+            f.write(fr)
+
+
+def make_decap_pcap(args, host_pcap, out, fam):
+    """The host traffic as it reaches this gateway from the fabric. srv6gw-pcap encapsulates
+    every frame as the far gateway would (--sids SIDs, the last one this gateway's End.DX4 or
+    End.DX6 SID); each frame then gets what the last transit End node leaves it: outer
+    destination = the last SID, segments left 0. The inner packets are host_pcap's."""
+    sids = [f"fc00:0:{0x200 + h + 1:x}::e" for h in range(args.sids - 1)] + [GW_DX_SID[fam]]
+    sent = out + ".first-segment.pcap"
+    run([args.srv6gw_pcap, "encap", "--in", host_pcap, "--out", sent, "--sids", ",".join(sids),
+         "--source", FAR_GW_SOURCE, "--dst-mac", GW_FABRIC_MAC, "--src-mac", NEXTHOP_MAC])
+    frames = []
+    for fr in read_pcap(sent):
+        fr = bytearray(fr)
+        if len(fr) < 14 + 40 + 24 or fr[12:14] != b"\x86\xdd" or fr[14 + 6] != 43:
+            die(f"{sent}: srv6gw-pcap wrote a frame without an SRH ({len(fr)} B)")
+        srh = 14 + 40
+        fr[srh + 3] = 0                          # segments left 0
+        fr[14 + 24:14 + 40] = fr[srh + 8:srh + 24]  # destination: Segment List[0], the last SID
+        frames.append(bytes(fr))
+    os.unlink(sent)
+    write_pcap(out, frames)
+    return len(frames)
+
+
 # ---------------------------------------------------------------------------------------------
 # RFC 2544 search
 
@@ -579,9 +635,11 @@ class Search:
     """Trials of one DUT under one pktgen; every trial is kept (rate asked, frames sent and
     received, the DUT's counters)."""
 
-    def __init__(self, pg, dut, args, frame_bytes):
+    def __init__(self, pg, dut, args, frame_bytes, direction):
         self.pg, self.dut, self.args = pg, dut, args
         self.frame_bytes = frame_bytes
+        self.direction = direction
+        self.dir = DIRECTIONS[direction]
         self.trials = []
 
     def trial(self, rate):
@@ -589,7 +647,7 @@ class Search:
         t0 = time.monotonic()
         before = dut_counters(self.dut)
         t1 = time.monotonic()
-        r = self.pg.trial(rate, ms)
+        r = self.pg.trial(rate, ms, self.dir["tx"], self.dir["rx"])
         t2 = time.monotonic()
         after = dut_counters(self.dut)
         t3 = time.monotonic()
@@ -604,10 +662,12 @@ class Search:
              "delivered_gbps": r["rx_ibytes"] * 8 / secs / 1e9,
              "pktgen": r, "dut": d,
              "wall_s": {"dut_counters": round(t1 - t0 + t3 - t2, 2), "pktgen": round(t2 - t1, 2)}}
-        # Where the lost frames went, by the DUT's own counters.
-        t["dut_host_rx"] = d.get("host_ipackets", 0)
-        t["dut_fabric_tx"] = d.get("fabric_opackets", 0)
-        t["dut_host_missed"] = d.get("host_imissed", 0)
+        # Where the lost frames went, by the DUT's own counters: its ingress port's RX and its
+        # egress port's TX (host -> fabric for encap, fabric -> host for decap).
+        t["direction"] = self.direction
+        t["dut_rx"] = d.get(self.dir["dut_in"] + "_ipackets", 0)
+        t["dut_tx"] = d.get(self.dir["dut_out"] + "_opackets", 0)
+        t["dut_missed"] = d.get(self.dir["dut_in"] + "_imissed", 0)
         if lost < 0:
             # More received than sent: pktgen's counters were not final (see trials.lua). Not
             # a pass: the search treats it as a trial with loss, and it is reported.
@@ -615,18 +675,21 @@ class Search:
             t["counters_inconsistent"] = True
         # Where lost frames went: never taken in by the DUT (its RX ring was full), dropped
         # inside it, or sent by it and not taken in by pktgen (pktgen's RX ring was full).
-        t["lost_before_dut"] = max(sent - t["dut_host_rx"], 0)
-        t["lost_in_dut"] = max(t["dut_host_rx"] - t["dut_fabric_tx"], 0)
-        t["lost_after_dut"] = max(t["dut_fabric_tx"] - got, 0)
+        t["lost_before_dut"] = max(sent - t["dut_rx"], 0)
+        t["lost_in_dut"] = max(t["dut_rx"] - t["dut_tx"], 0)
+        t["lost_after_dut"] = max(t["dut_tx"] - got, 0)
         if self.dut.kind == "srv6gw":
-            t["gw_encap"] = d.get("gw_encap", 0)
+            t["gw_counter"] = self.dir["gw_counter"]  # encap or decap
+            t["gw_count"] = d.get("gw_" + t["gw_counter"], 0)
             t["gw_drops"] = d.get("gw_drops_total", 0)
         self.trials.append(t)
-        log(f"    {self.dut.kind:8s} rate {rate:7.3f}%: sent {sent} received {got} lost {lost} "
-            f"({100 * t['loss']:.3f}%: {t['lost_before_dut']} before the DUT, {t['lost_in_dut']} "
-            f"in it, {t['lost_after_dut']} after it) | DUT host rx {t['dut_host_rx']} missed "
-            f"{t['dut_host_missed']} fabric tx {t['dut_fabric_tx']}"
-            + (f" encap {t['gw_encap']} drops {t['gw_drops']}" if "gw_encap" in t else "")
+        log(f"    {self.dut.kind:8s} {self.direction} rate {rate:7.3f}%: sent {sent} received "
+            f"{got} lost {lost} ({100 * t['loss']:.3f}%: {t['lost_before_dut']} before the DUT, "
+            f"{t['lost_in_dut']} in it, {t['lost_after_dut']} after it) | DUT "
+            f"{self.dir['dut_in']} rx {t['dut_rx']} missed {t['dut_missed']} "
+            f"{self.dir['dut_out']} tx {t['dut_tx']}"
+            + (f" {t['gw_counter']} {t['gw_count']} drops {t['gw_drops']}" if "gw_count" in t
+               else "")
             + " | "
             f"{t['offered_mpps']:.4f} Mpps offered (wall {t['wall_s']})")
         return t
@@ -679,28 +742,30 @@ def summarize(best, frame_bytes):
         return {"mpps": 0.0, "gbps": 0.0, "rate_pct": 0.0}
     return {"mpps": round(best["offered_mpps"], 4), "gbps": round(best["offered_gbps"], 4),
             "rate_pct": best["rate_pct"], "loss": best["loss"], "sent": best["sent"],
-            "received": best["received"], "dut_host_rx": best["dut_host_rx"],
-            "dut_fabric_tx": best["dut_fabric_tx"]}
+            "received": best["received"], "dut_rx": best["dut_rx"], "dut_tx": best["dut_tx"]}
 
 
 def cross_check(dut_kind, trials, tol):
     """At every trial without loss, pktgen's counters and the DUT's agree: sent = received by
-    the DUT's host port = sent by its fabric port = received by pktgen (srv6gw: = encapsulated).
+    the DUT's ingress port = sent by its egress port = received by pktgen (srv6gw: = its encap
+    or decap count).
     Trials with loss need no agreement: where the frames went is recorded (split)."""
     problems = []
     for t in trials:
         if t.get("counters_inconsistent"):
-            problems.append(f"{dut_kind} at {t['rate_pct']}%: pktgen counted {t['received']} "
+            problems.append(f"{dut_kind} {t['direction']} at {t['rate_pct']}%: pktgen counted "
+                            f"{t['received']} "
                             f"received for {t['sent']} sent (its counters were not final)")
             continue
         if t["lost"] != 0:
             continue
-        counts = {"pktgen sent": t["sent"], "DUT host rx": t["dut_host_rx"],
-                  "DUT fabric tx": t["dut_fabric_tx"], "pktgen received": t["received"]}
-        if "gw_encap" in t:
-            counts["gateway encapsulated"] = t["gw_encap"]
+        counts = {"pktgen sent": t["sent"], "DUT rx": t["dut_rx"], "DUT tx": t["dut_tx"],
+                  "pktgen received": t["received"]}
+        if "gw_count" in t:
+            counts[f"gateway {t['gw_counter']}"] = t["gw_count"]
         if max(counts.values()) - min(counts.values()) > tol:
-            problems.append(f"{dut_kind} at {t['rate_pct']}% without loss, counters disagree: "
+            problems.append(f"{dut_kind} {t['direction']} at {t['rate_pct']}% without loss, "
+                            "counters disagree: "
                             + ", ".join(f"{k} {v}" for k, v in counts.items()))
     return problems
 
@@ -709,13 +774,14 @@ def cross_check(dut_kind, trials, tol):
 # Correctness sample under the tester
 
 
-def capture_sample(rig, pg, args, work, tag, count):
-    """dumpcap on pg1 (pktgen's receiving veth) and on gwh (the DUT's host veth: what enters
-    the DUT) while pktgen sends at a low rate. Both taps stamp frames with the same kernel
-    clock: the pair gives a latency through the DUT."""
+def capture_sample(rig, pg, args, work, tag, count, direction):
+    """dumpcap on pktgen's receiving veth (pg1 for encap, pg0 for decap) and on the DUT's
+    ingress veth (gwh, gwf: what enters the DUT) while pktgen sends at a low rate. Both taps
+    stamp frames with the same kernel clock: the pair gives a latency through the DUT."""
     paths, procs, cmds = [], [], []
     dumpcap = shutil.which("dumpcap") or "/usr/bin/dumpcap"
-    for iface in ("pg1", "gwh"):
+    d = DIRECTIONS[direction]
+    for iface in (d["tap_out"], d["tap_in"]):
         path = os.path.join(work, f"sample-{tag}-{iface}.pcap")
         cmd = rig.cmd([dumpcap, "-q", "-P", "-i", iface, "-c", str(count), "-w", path])
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -723,15 +789,27 @@ def capture_sample(rig, pg, args, work, tag, count):
         paths.append(path)
         procs.append(p)
         cmds.append(" ".join(cmd))
-    time.sleep(1.5)  # dumpcap opens the interfaces
-    trial = pg.trial(args.sample_rate, int(args.sample_seconds * 1000))
-    for p in procs:
+    # dumpcap writes its file header once it captures: wait for both (bounded; a loaded
+    # machine took more than the 1.5 s this once slept).
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not all(
+            os.path.exists(f) and os.path.getsize(f) > 0 for f in paths):
+        if any(p.poll() is not None for p in procs):
+            break
+        time.sleep(0.1)
+    time.sleep(0.3)
+    trial = pg.trial(args.sample_rate, int(args.sample_seconds * 1000), d["tx"], d["rx"])
+    errors = []
+    for p, path, cmd in zip(procs, paths, cmds):
         try:
             p.wait(timeout=10)
         except subprocess.TimeoutExpired:
             p.send_signal(signal.SIGINT)
             p.wait(timeout=10)
-    return paths[0], paths[1], trial, cmds
+        if not os.path.exists(path):
+            errors.append(f"'{cmd}' wrote no file (exit {p.returncode}): "
+                          f"{p.stderr.read().strip()}")
+    return paths[0], paths[1], trial, cmds, errors
 
 
 def read_pcap_times(path):
@@ -813,6 +891,9 @@ def check_sample(path, sent_pcap, expect, sids):
     if not rows:
         problems.append("no frame captured at pktgen's receiving port")
     for row, fr in zip(rows, frames):
+        if len(problems) > 20:
+            problems.append("... (more)")
+            break
         if len(row) < len(fields):
             row += [""] * (len(fields) - len(row))
         num, protos, rtype, segleft, srh, v6dst, v4dst, qp, crc = row
@@ -853,9 +934,56 @@ def check_sample(path, sent_pcap, expect, sids):
             problems.append(f"{where}: ICRC invalid")
         elif crc and int(crc.split("|")[-1], 16) != int.from_bytes(ip[-4:], "big"):
             problems.append(f"{where}: tshark ICRC {crc} != the packet's last 4 bytes")
+    return len(rows), problems
+
+
+def check_decap_sample(path, sent_pcap):
+    """tshark: plain RoCEv2 (no SRv6 left) toward the host's MAC; bytes: the IP packet is one
+    that was inside an SRv6 frame sent, ICRC valid. Returns (frames checked, problems)."""
+    inner = set()
+    for fr in read_pcap(sent_pcap):
+        off = 14 + 40 + 8 + 8 * fr[14 + 40 + 1]
+        nxt = fr[14 + 40]
+        r = roce_of(fr, off, 0x0800 if nxt == 4 else 0x86DD if nxt == 41 else 0)
+        if r:
+            inner.add(r[3])
+    fields = ["frame.number", "frame.protocols", "eth.dst", "infiniband.bth.destqp",
+              "infiniband.invariant.crc"]
+    cmd = ["tshark", "-r", path, "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|"]
+    for f in fields:
+        cmd += ["-e", f]
+    res = run(cmd, check=False, timeout=300)
+    if res.returncode != 0:
+        return 0, [f"tshark failed: {res.stderr.strip()}"]
+    rows = [line.split("\t") for line in res.stdout.splitlines()]
+    problems = [] if rows else ["no frame captured at pktgen's receiving port"]
+    for row, fr in zip(rows, read_pcap(path)):
         if len(problems) > 20:
             problems.append("... (more)")
             break
+        row += [""] * (len(fields) - len(row))
+        num, protos, dst_mac, qp, crc = row
+        where = f"frame {num}"
+        if not protos.startswith(("eth:ethertype:ip:udp:infiniband",
+                                  "eth:ethertype:ipv6:udp:infiniband")):
+            problems.append(f"{where}: not a plain RoCEv2 frame ({protos})")
+            continue
+        if dst_mac.lower() != HOST_MAC:
+            problems.append(f"{where}: destination MAC {dst_mac}, expected the host's {HOST_MAC}")
+        r = roce_of(fr)
+        if r is None:
+            problems.append(f"{where}: not RoCEv2 by bytes")
+            continue
+        fam, dst, dqp, ip = r
+        if qp and int(qp.split("|")[0], 0) != dqp:
+            problems.append(f"{where}: tshark DestQP {qp} != {dqp}")
+        if ip not in inner:
+            problems.append(f"{where}: ({dst}, QP {dqp}) differs from every packet sent inside "
+                            f"SRv6")
+        if not icrc_valid(ip):
+            problems.append(f"{where}: ICRC invalid")
+        elif crc and int(crc.split("|")[-1], 16) != int.from_bytes(ip[-4:], "big"):
+            problems.append(f"{where}: tshark ICRC {crc} != the packet's last 4 bytes")
     return len(rows), problems
 
 
@@ -935,6 +1063,9 @@ def parse_args():
     ap.add_argument("--build-dir", default=b)
     ap.add_argument("--srv6gw")
     ap.add_argument("--roce-gen")
+    ap.add_argument("--srv6gw-pcap", help="srv6gw-pcap (makes the decap direction's traffic)")
+    ap.add_argument("--directions", type=lambda s: s.split(","), default=["encap", "decap"],
+                    help="encap (pktgen port 0 -> host port), decap (port 1 -> fabric port)")
     ap.add_argument("--testpmd", default=shutil.which("dpdk-testpmd") or "dpdk-testpmd")
     ap.add_argument("--pktgen", help="pktgen binary (default: $PKTGEN, else built)")
     ap.add_argument("--pktgen-tarball", default=DEFAULT_TARBALL)
@@ -984,6 +1115,11 @@ def main():
     args.srv6gw = os.path.abspath(args.srv6gw or os.path.join(bd, "apps", "srv6gw", "srv6gw"))
     args.roce_gen = os.path.abspath(args.roce_gen or os.path.join(bd, "tools", "roce-gen",
                                                                   "roce-gen"))
+    args.srv6gw_pcap = os.path.abspath(args.srv6gw_pcap or os.path.join(
+        bd, "apps", "srv6gw-pcap", "srv6gw-pcap"))
+    for dr in args.directions:
+        if dr not in DIRECTIONS:
+            die(f"--directions: unknown direction '{dr}' (encap, decap)")
     args.pktgen_build = args.pktgen_build or os.path.join(bd, "pktgen-dpdk")
     if args.smoke:
         args.duts = ["srv6gw"]
@@ -991,7 +1127,8 @@ def main():
         args.hosts, args.qps, args.pcap_frames, args.steering = 4, 16, 256, 1024
         args.sample_frames = 200
         args.trial_seconds = 1.0
-    for exe in (args.srv6gw, args.roce_gen):
+    for exe in (args.srv6gw, args.roce_gen) + (
+            (args.srv6gw_pcap,) if "decap" in args.directions else ()):
         if not os.access(exe, os.X_OK):
             die(f"{exe} is not built")
     if os.geteuid() != 0:
@@ -1011,10 +1148,13 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     if max(args.frames) > 1514:
         # Pktgen 23.03 cuts pcap frames to 1514 B unless started with -j, and -j sets MTU 9216
-        # on its ports, which net_af_packet of DPDK 22.11 refuses ("Cannot set MTU 9216 on port
-        # 0, (22)"); on NIC ports -j works (docs/pktgen.md).
+        # on its ports: net_af_packet (max frame 1518 B) and net_tap (1522 B) of DPDK 22.11
+        # refuse it, net_pcap and net_memif have no MTU operation, and pktgen stops when the
+        # MTU cannot be set. On NIC ports -j works (docs/pktgen.md).
         die(f"frames of {max(args.frames)} B: pktgen needs -j (jumbo) for frames above 1514 B, "
-            f"and net_af_packet refuses the MTU 9216 that -j sets; this rig runs up to 1514 B")
+            f"and no kernel-facing DPDK 22.11 port takes the MTU 9216 that -j sets (af_packet "
+            f"max frame 1518 B, tap 1522 B, pcap and memif cannot set an MTU); this rig runs up "
+            f"to 1514 B, NIC ports run 4 KB")
     jumbo = False
     rig = Rig(f"srv6gwpg{os.getpid()}", 9000 if jumbo else 1500)
 
@@ -1030,82 +1170,112 @@ def main():
                                           "partial_loss", "sids", "steering", "policies",
                                           "hosts", "qps", "pcap_frames", "pktgen_lcores",
                                           "dut_lcores", "dut_hugepages",
-                                          "dut_ring_frames")},
+                                          "dut_ring_frames", "directions")},
         "points": [], "problems": []}
     for size in args.frames:
         for fam in args.families:
-            name = f"{size}B {fam} {args.sids}sid {args.steering} rules"
+            base = f"{size}B {fam} {args.sids}sid {args.steering} rules"
             tag = f"{size}{fam[-1]}"
-            log(f"point {name}")
+            log(f"traffic {base}")
             pcap = os.path.join(work, f"host-{tag}.pcap")
             run([args.roce_gen, "-q", "-o", pcap, "--hosts", str(args.hosts), "--qps",
                  str(args.qps), "--count", str(args.pcap_frames), "--size", str(size),
                  "--family", fam, "--opcodes", "write-middle", "--seed", "7",
                  "--dst-mac", HOST_MAC])
             flows = sorted({roce_of(f)[:3] for f in read_pcap(pcap) if roce_of(f)})
+            pcaps = {0: pcap}
+            if "decap" in args.directions:
+                pcaps[1] = os.path.join(work, f"fabric-{tag}.pcap")
+                n = make_decap_pcap(args, pcap, pcaps[1], fam)
+                log(f"  decap traffic: {n} SRv6 frames toward {GW_DX_SID[fam]} ({pcaps[1]})")
             config = os.path.join(work, f"gateway-{tag}.json")
             expect = make_config(config, flows, args.sids, args.steering, args.policies,
                                  8191 + args.dut_mbufs, args.pcap_frames)
             room = 8192 if size > 1514 else 2048
-            pg = Pktgen(pktgen_bin, rig, args, work, pcap, size > 1514, tag)
+            pg = Pktgen(pktgen_bin, rig, args, work, pcaps, size > 1514, tag)
             pg.start()
-            pt = {"name": name, "frame_bytes": size, "family": fam, "flows": len(flows),
-                  "pktgen_command": " ".join(pg.command), "pktgen_startup_s":
-                  round(pg.startup_s, 1), "duts": {}}
+            pts = {dr: {"name": f"{base} {dr}", "direction": dr, "frame_bytes": size,
+                        "family": fam, "flows": len(flows),
+                        "pktgen_command": " ".join(pg.command),
+                        "pktgen_startup_s": round(pg.startup_s, 1), "duts": {}}
+                   for dr in args.directions}
             for kind in args.duts:
+                # One DUT serves both directions, one after the other.
                 dut = Dut(kind, rig, args, work, tag, config, room)
                 dut.start()
-                s = Search(pg, dut, args, size)
-                d = {"command": " ".join(dut.command)}
-                if args.smoke:
-                    # A second, slower trial only when the first lost frames before the
-                    # gateway (its RX ring overflowed while a busy machine kept its lcore off
-                    # the CPU); what the gateway took in must always come out.
-                    t = s.trial(args.sample_rate)
-                    if t["lost"] and t["lost"] == t["lost_before_dut"]:
-                        log(f"  {t['lost']} frames lost before the gateway: once more at half "
-                            f"the rate")
-                        s.trial(args.sample_rate / 2)
-                    d["trials"] = s.trials
-                else:
-                    known = s.bounds()
-                    nd, note = s.search(0.0, known)
-                    pd, note2 = s.search(args.partial_loss, known)
-                    d.update({"no_drop": summarize(nd, size),
-                              "partial_drop": summarize(pd, size), "note": note or note2,
-                              "tester_ceiling_mpps": round(s.tester_ceiling_mpps, 4),
-                              "trials": s.trials})
-                    log(f"  {kind}: no-drop {d['no_drop']['mpps']:.4f} Mpps, "
-                        f"{args.partial_loss * 100:g} % loss {d['partial_drop']['mpps']:.4f} Mpps")
-                problems = cross_check(kind, s.trials, args.tolerance)
-                spath, inpath, strial, scmds = capture_sample(rig, pg, args, work, tag,
-                                                              args.sample_frames)
-                d["latency"] = latency_through_dut(inpath, spath)
-                d["latency"]["rate_pct"] = args.sample_rate
-                log(f"  latency through {kind} at {args.sample_rate} %: {d['latency']}")
-                if kind == "srv6gw":
-                    n, sp = check_sample(spath, pcap, expect, args.sids)
-                    d["sample"] = {"frames_checked": n, "problems": sp, "commands": scmds,
-                                   "trial": strial}
-                    problems += [f"sample: {p}" for p in sp]
-                    log(f"  sample: {n} frames at pktgen's port 1 checked with tshark, "
-                        f"{len(sp)} problem(s)")
+                for dr in args.directions:
+                    log(f"point {pts[dr]['name']}, DUT {kind}")
+                    s = Search(pg, dut, args, size, dr)
+                    d = {"command": " ".join(dut.command)}
+                    if args.smoke:
+                        # A second, slower trial only when the first lost frames before the
+                        # gateway (its RX ring overflowed while a busy machine kept its lcore
+                        # off the CPU); what the gateway took in must always come out.
+                        t = s.trial(args.sample_rate)
+                        if t["lost"] and t["lost"] == t["lost_before_dut"]:
+                            log(f"  {t['lost']} frames lost before the gateway: once more at "
+                                f"half the rate")
+                            s.trial(args.sample_rate / 2)
+                        d["trials"] = s.trials
+                    else:
+                        known = s.bounds()
+                        nd, note = s.search(0.0, known)
+                        pd, note2 = s.search(args.partial_loss, known)
+                        # The partial-drop search can find a higher rate without loss than
+                        # the no-drop search's last bracket (each stops after --max-trials):
+                        # every loss-free trial counts for the no-drop rate.
+                        nd = max([t for t in s.trials if t["loss"] == 0.0] + ([nd] if nd else []),
+                                 key=lambda t: t["offered_mpps"], default=None)
+                        d.update({"no_drop": summarize(nd, size),
+                                  "partial_drop": summarize(pd, size), "note": note or note2,
+                                  "tester_ceiling_mpps": round(s.tester_ceiling_mpps, 4),
+                                  "trials": s.trials})
+                        log(f"  {kind} {dr}: no-drop {d['no_drop']['mpps']:.4f} Mpps, "
+                            f"{args.partial_loss * 100:g} % loss "
+                            f"{d['partial_drop']['mpps']:.4f} Mpps")
+                    problems = cross_check(kind, s.trials, args.tolerance)
+                    spath, inpath, strial, scmds, serrors = capture_sample(
+                        rig, pg, args, work, f"{kind}-{tag}-{dr}", args.sample_frames, dr)
+                    if serrors:
+                        problems += [f"sample ({dr}): {e}" for e in serrors]
+                        d["problems"] = problems
+                        results["problems"] += problems
+                        pts[dr]["duts"][kind] = d
+                        continue
+                    d["latency"] = latency_through_dut(inpath, spath)
+                    d["latency"]["rate_pct"] = args.sample_rate
+                    log(f"  latency through {kind} ({dr}) at {args.sample_rate} %: "
+                        f"{d['latency']}")
+                    if kind == "srv6gw":
+                        if dr == "encap":
+                            n, sp = check_sample(spath, pcap, expect, args.sids)
+                        else:
+                            n, sp = check_decap_sample(spath, pcaps[1])
+                        d["sample"] = {"frames_checked": n, "problems": sp, "commands": scmds,
+                                       "trial": strial}
+                        problems += [f"sample ({dr}): {p}" for p in sp]
+                        log(f"  sample ({dr}): {n} frames at pktgen's port "
+                            f"{DIRECTIONS[dr]['rx']} checked with tshark, {len(sp)} problem(s)")
+                    d["problems"] = problems
+                    results["problems"] += problems
+                    pts[dr]["duts"][kind] = d
                 dut.stop()
                 if kind == "srv6gw" and os.path.exists(dut.stats_json):
                     with open(dut.stats_json) as f:
-                        d["gateway_stats_at_exit"] = json.load(f)
-                d["problems"] = problems
-                results["problems"] += problems
-                pt["duts"][kind] = d
+                        at_exit = json.load(f)  # both directions' totals
+                    for dr in args.directions:
+                        pts[dr]["duts"][kind]["gateway_stats_at_exit"] = at_exit
             pg.quit()
-            if "srv6gw" in pt["duts"] and "testpmd" in pt["duts"] and not args.smoke:
-                a, b = pt["duts"]["srv6gw"]["no_drop"]["mpps"], pt["duts"]["testpmd"][
-                    "no_drop"]["mpps"]
-                pt["ratio_no_drop"] = a / b if b else None
-                a, b = pt["duts"]["srv6gw"]["partial_drop"]["mpps"], pt["duts"]["testpmd"][
-                    "partial_drop"]["mpps"]
-                pt["ratio_partial_drop"] = a / b if b else None
-            results["points"].append(pt)
+            for dr in args.directions:
+                pt = pts[dr]
+                if "srv6gw" in pt["duts"] and "testpmd" in pt["duts"] and not args.smoke:
+                    a = pt["duts"]["srv6gw"]["no_drop"]["mpps"]
+                    b = pt["duts"]["testpmd"]["no_drop"]["mpps"]
+                    pt["ratio_no_drop"] = a / b if b else None
+                    a = pt["duts"]["srv6gw"]["partial_drop"]["mpps"]
+                    b = pt["duts"]["testpmd"]["partial_drop"]["mpps"]
+                    pt["ratio_partial_drop"] = a / b if b else None
+                results["points"].append(pt)
 
     results["machine"]["loadavg_at_end"] = open("/proc/loadavg").read().split()[:3]
     results["elapsed_s"] = round(time.monotonic() - t_start, 1)
@@ -1121,23 +1291,26 @@ def main():
         json.dump(results, f, indent=1)
     log(f"wrote {out_json}")
     if args.smoke:
-        trials = results["points"][0]["duts"]["srv6gw"]["trials"]
-        for t in trials:
-            log(f"smoke: pktgen sent {t['sent']}, received {t['received']}; gateway host rx "
-                f"{t['dut_host_rx']}, encapsulated {t['gw_encap']}, fabric tx "
-                f"{t['dut_fabric_tx']}, dropped {t['gw_drops']}")
-            if t["sent"] == 0:
-                results["problems"].append("pktgen sent no frame")
-            if t["lost_in_dut"] or t["gw_drops"] or t["lost_after_dut"]:
+        for pt in results["points"]:
+            trials = pt["duts"]["srv6gw"]["trials"]
+            dr = DIRECTIONS[pt["direction"]]
+            for t in trials:
+                log(f"smoke {pt['direction']}: pktgen sent {t['sent']}, received "
+                    f"{t['received']}; gateway {dr['dut_in']} rx {t['dut_rx']}, "
+                    f"{t['gw_counter']} {t['gw_count']}, {dr['dut_out']} tx {t['dut_tx']}, "
+                    f"dropped {t['gw_drops']}")
+                if t["sent"] == 0:
+                    results["problems"].append(f"{pt['direction']}: pktgen sent no frame")
+                if t["lost_in_dut"] or t["gw_drops"] or t["lost_after_dut"]:
+                    results["problems"].append(
+                        f"{pt['direction']} at {t['rate_pct']} %: {t['lost_in_dut']} frames "
+                        f"lost in the gateway ({t['gw_drops']} counted drops), "
+                        f"{t['lost_after_dut']} between it and pktgen")
+            if all(t["lost"] for t in trials):
                 results["problems"].append(
-                    f"at {t['rate_pct']} %: {t['lost_in_dut']} frames lost in the gateway "
-                    f"({t['gw_drops']} counted drops), {t['lost_after_dut']} between it and "
-                    f"pktgen")
-        if all(t["lost"] for t in trials):
-            results["problems"].append(
-                "every trial lost frames: " + "; ".join(
-                    f"{t['rate_pct']} %: sent {t['sent']}, received {t['received']}"
-                    for t in trials))
+                    f"{pt['direction']}: every trial lost frames: " + "; ".join(
+                        f"{t['rate_pct']} %: sent {t['sent']}, received {t['received']}"
+                        for t in trials))
     else:
         png = os.path.join(args.out, "pktgen.png")
         write_plot(results, png, work)

@@ -25,6 +25,7 @@
 #include "app.hpp"
 #include "config/loader.hpp"
 #include "engine_runner.hpp"
+#include "metrics.hpp"
 #include "options.hpp"
 #include "ports.hpp"
 #include "stats.hpp"
@@ -358,6 +359,10 @@ int run(int argc, char** argv) {
     std::cout << usage(prog);
     return 0;
   }
+  if (std::get<Options>(parsed).version) {
+    std::cout << "srv6gw " SRV6GW_VERSION "\n";
+    return 0;
+  }
 
   // Static storage on purpose: the EAL telemetry thread may still run a command while the
   // process exits; it must find a live App whose `running` is false.
@@ -462,7 +467,24 @@ int run(int argc, char** argv) {
       } else
         spdlog::error("agent: {} (run with --no-agent to go without the gRPC agent)", agent_error);
     }
-    if (grpc_agent || !agent_opts.enabled) {
+    // The Prometheus endpoint (--metrics-address) serves while the workers run; a gateway
+    // that was asked for one and cannot listen stops here, like the agent.
+    std::unique_ptr<MetricsServer> metrics;
+    if (app.options.metrics_address && (grpc_agent || !agent_opts.enabled)) {
+      std::string error;
+      metrics = MetricsServer::start(
+          app, *metrics_bind_address(*app.options.metrics_address, error),
+          [&grpc_agent]() -> std::optional<uint64_t> {
+            if (!grpc_agent) return std::nullopt;
+            return grpc_agent->generation();
+          },
+          error);
+      if (metrics)
+        spdlog::info("metrics: listening on http://{}/metrics", metrics->address());
+      else
+        spdlog::error("metrics: {}", error);
+    }
+    if ((grpc_agent || !agent_opts.enabled) && (metrics || !app.options.metrics_address)) {
       app.start_tsc = rte_rdtsc();
       {
         std::lock_guard lock(app.control_mutex);
@@ -471,6 +493,7 @@ int run(int argc, char** argv) {
       }
       launch_workers(app);
       control_loop(app);
+      metrics.reset();  // no scrape reads the agent or the gateway past this point
       if (grpc_agent) {
         grpc_agent->set_path_state_handler({});
         std::lock_guard lock(app.control_mutex);

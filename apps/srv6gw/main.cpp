@@ -28,6 +28,7 @@
 #include "metrics.hpp"
 #include "options.hpp"
 #include "ports.hpp"
+#include "service.hpp"
 #include "stats.hpp"
 #include "telemetry.hpp"
 #include "worker.hpp"
@@ -174,7 +175,7 @@ void launch_workers(App& app) {
 }
 
 // The main lcore's loop until a stop condition. Never touches packets.
-void control_loop(App& app) {
+void control_loop(App& app, ServiceNotifier& service) {
   const auto start = Clock::now();
   const uint32_t interval_ms = app.options.stats_interval_ms.value_or(app.config.stats_interval_ms);
   auto next_stats = start + std::chrono::milliseconds(interval_ms);
@@ -200,6 +201,7 @@ void control_loop(App& app) {
          std::chrono::microseconds(app.prober->tick_interval_us())});
     std::this_thread::sleep_for(tick);
     const auto now = Clock::now();
+    service.tick(now);  // the watchdog sees this loop alive
     {
       std::lock_guard lock(app.control_mutex);
       const uint64_t now_ns = uint64_t(
@@ -492,7 +494,10 @@ int run(int argc, char** argv) {
         app.running = true;
       }
       launch_workers(app);
-      control_loop(app);
+      ServiceNotifier service;
+      service.ready("forwarding " + app.host.name + " <-> " + app.fabric.name);
+      control_loop(app, service);
+      service.stopping();
       metrics.reset();  // no scrape reads the agent or the gateway past this point
       if (grpc_agent) {
         grpc_agent->set_path_state_handler({});

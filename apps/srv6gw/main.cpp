@@ -346,11 +346,19 @@ void tear_down(App& app) {
 int run(int argc, char** argv) {
   SplitArgs split = split_args(argc, argv);
   const std::string prog = argc > 0 ? argv[0] : "srv6gw";
-  bool eal_help = false;
+  bool eal_help = false, eal_version = false;
   if (!split.had_separator)
-    for (const auto& a : split.eal) eal_help |= a == "--help" || a == "-h";
+    for (const auto& a : split.eal) {
+      eal_help |= a == "--help" || a == "-h";
+      eal_version |= a == "--version";  // `srv6gw --version` (help2man, operators)
+    }
   agent::AgentOptions agent_opts;
   auto parsed = parse_options(split.app, agent_opts);
+  if (eal_version ||
+      (std::holds_alternative<Options>(parsed) && std::get<Options>(parsed).version)) {
+    std::cout << "srv6gw " SRV6GW_VERSION "\n";
+    return 0;
+  }
   if (auto* e = std::get_if<OptionsError>(&parsed)) {
     if (!eal_help) {
       std::cerr << "srv6gw: " << e->message << " (" << prog << " -- --help)\n";
@@ -359,10 +367,6 @@ int run(int argc, char** argv) {
   }
   if (eal_help || std::get<Options>(parsed).help) {
     std::cout << usage(prog);
-    return 0;
-  }
-  if (std::get<Options>(parsed).version) {
-    std::cout << "srv6gw " SRV6GW_VERSION "\n";
     return 0;
   }
 

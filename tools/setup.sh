@@ -12,6 +12,7 @@ packages=(
   tshark tcpdump tcpreplay python3-scapy python3-grpcio iproute2 procps openssl
   gnuplot-nox libbpf-dev liblua5.3-dev
   prometheus prometheus-cpp-dev libsystemd-dev systemd
+  debhelper dpkg-dev lintian man-db
   libpcap-dev zlib1g-dev libcli11-dev libabsl-dev nlohmann-json3-dev
   etcd-server etcd-client golang-etcd-server-dev golang-github-gogo-protobuf-dev
   golang-github-grpc-ecosystem-grpc-gateway-dev

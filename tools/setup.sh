@@ -8,9 +8,11 @@ packages=(
   dpdk dpdk-dev libdpdk-dev
   meson ninja-build pkg-config g++ clang-14 libclang-rt-14-dev clang-format
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
-  libyang2-dev libyang2-tools libspdlog-dev libgtest-dev libgmock-dev libibverbs-dev
+  help2man libyang2-dev libyang2-tools libspdlog-dev libgtest-dev libgmock-dev libibverbs-dev
   tshark tcpdump tcpreplay python3-scapy python3-grpcio iproute2 procps openssl
   gnuplot-nox libbpf-dev liblua5.3-dev
+  prometheus prometheus-cpp-dev libsystemd-dev systemd
+  debhelper dpkg-dev lintian man-db
   libpcap-dev zlib1g-dev libcli11-dev libabsl-dev nlohmann-json3-dev
   etcd-server etcd-client golang-etcd-server-dev golang-github-gogo-protobuf-dev
   golang-github-grpc-ecosystem-grpc-gateway-dev

@@ -25,8 +25,10 @@
 #include "app.hpp"
 #include "config/loader.hpp"
 #include "engine_runner.hpp"
+#include "metrics.hpp"
 #include "options.hpp"
 #include "ports.hpp"
+#include "service.hpp"
 #include "stats.hpp"
 #include "telemetry.hpp"
 #include "worker.hpp"
@@ -173,7 +175,7 @@ void launch_workers(App& app) {
 }
 
 // The main lcore's loop until a stop condition. Never touches packets.
-void control_loop(App& app) {
+void control_loop(App& app, ServiceNotifier& service) {
   const auto start = Clock::now();
   const uint32_t interval_ms = app.options.stats_interval_ms.value_or(app.config.stats_interval_ms);
   auto next_stats = start + std::chrono::milliseconds(interval_ms);
@@ -199,6 +201,7 @@ void control_loop(App& app) {
          std::chrono::microseconds(app.prober->tick_interval_us())});
     std::this_thread::sleep_for(tick);
     const auto now = Clock::now();
+    service.tick(now);  // the watchdog sees this loop alive
     {
       std::lock_guard lock(app.control_mutex);
       const uint64_t now_ns = uint64_t(
@@ -343,11 +346,19 @@ void tear_down(App& app) {
 int run(int argc, char** argv) {
   SplitArgs split = split_args(argc, argv);
   const std::string prog = argc > 0 ? argv[0] : "srv6gw";
-  bool eal_help = false;
+  bool eal_help = false, eal_version = false;
   if (!split.had_separator)
-    for (const auto& a : split.eal) eal_help |= a == "--help" || a == "-h";
+    for (const auto& a : split.eal) {
+      eal_help |= a == "--help" || a == "-h";
+      eal_version |= a == "--version";  // `srv6gw --version` (help2man, operators)
+    }
   agent::AgentOptions agent_opts;
   auto parsed = parse_options(split.app, agent_opts);
+  if (eal_version ||
+      (std::holds_alternative<Options>(parsed) && std::get<Options>(parsed).version)) {
+    std::cout << "srv6gw " SRV6GW_VERSION "\n";
+    return 0;
+  }
   if (auto* e = std::get_if<OptionsError>(&parsed)) {
     if (!eal_help) {
       std::cerr << "srv6gw: " << e->message << " (" << prog << " -- --help)\n";
@@ -462,7 +473,24 @@ int run(int argc, char** argv) {
       } else
         spdlog::error("agent: {} (run with --no-agent to go without the gRPC agent)", agent_error);
     }
-    if (grpc_agent || !agent_opts.enabled) {
+    // The Prometheus endpoint (--metrics-address) serves while the workers run; a gateway
+    // that was asked for one and cannot listen stops here, like the agent.
+    std::unique_ptr<MetricsServer> metrics;
+    if (app.options.metrics_address && (grpc_agent || !agent_opts.enabled)) {
+      std::string error;
+      metrics = MetricsServer::start(
+          app, *metrics_bind_address(*app.options.metrics_address, error),
+          [&grpc_agent]() -> std::optional<uint64_t> {
+            if (!grpc_agent) return std::nullopt;
+            return grpc_agent->generation();
+          },
+          error);
+      if (metrics)
+        spdlog::info("metrics: listening on http://{}/metrics", metrics->address());
+      else
+        spdlog::error("metrics: {}", error);
+    }
+    if ((grpc_agent || !agent_opts.enabled) && (metrics || !app.options.metrics_address)) {
       app.start_tsc = rte_rdtsc();
       {
         std::lock_guard lock(app.control_mutex);
@@ -470,7 +498,11 @@ int run(int argc, char** argv) {
         app.running = true;
       }
       launch_workers(app);
-      control_loop(app);
+      ServiceNotifier service;
+      service.ready("forwarding " + app.host.name + " <-> " + app.fabric.name);
+      control_loop(app, service);
+      service.stopping();
+      metrics.reset();  // no scrape reads the agent or the gateway past this point
       if (grpc_agent) {
         grpc_agent->set_path_state_handler({});
         std::lock_guard lock(app.control_mutex);

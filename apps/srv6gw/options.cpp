@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 
+#include "metrics.hpp"
+
 namespace srv6gw::app {
 
 namespace {
@@ -63,6 +65,12 @@ void describe(CLI::App& app, Options& o, agent::AgentOptions& agent) {
   app.add_flag("--assume-multiseg-tx", o.assume_multiseg_tx,
                "chain encap headers on a fabric PMD that handles chains without "
                "advertising multi-segment TX (net_null; benchmarks)");
+  app.add_option("--metrics-address", o.metrics_address,
+                 "serve Prometheus metrics on http://ADDR/metrics (PORT alone: 127.0.0.1; "
+                 "default: no listener)")
+      ->type_name("[HOST:]PORT")
+      ->check(not_empty);
+  app.add_flag("--version", o.version, "print the version and exit");
   agent::add_agent_options(app, agent);
 }
 
@@ -82,7 +90,12 @@ std::variant<Options, OptionsError> parse_options(const std::vector<std::string>
   } catch (const CLI::ParseError& e) {
     return OptionsError{e.what()};
   }
+  if (o.version) return o;
   if (o.config_path.empty()) return OptionsError{"--config FILE is required"};
+  if (o.metrics_address) {
+    std::string error;
+    if (!metrics_bind_address(*o.metrics_address, error)) return OptionsError{error};
+  }
   return o;
 }
 

@@ -26,7 +26,10 @@ struct Options {
   // does not advertise RTE_ETH_TX_OFFLOAD_MULTI_SEGS (net_null frees chains whole: benchmarks
   // of 6+ full SIDs). Wrong on a PMD that really cannot send chains.
   bool assume_multiseg_tx = false;
+  // --metrics-address [HOST:]PORT: the Prometheus endpoint (metrics.hpp); none = no listener.
+  std::optional<std::string> metrics_address;
   bool help = false;
+  bool version = false;  // --version
 };
 
 struct OptionsError {

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The exact rte_hash (exact and dst-any rules) edited in place under lock-free readers:
+// deletes then upserts, the undo of a partial edit, and the counts of entries by kind that
+// set the view's exact-level flags. Both apply paths make their edits through here.
+#include <rte_cycles.h>
+#include <rte_errno.h>
+
+#include "policy/runtime.hpp"
+#include "policy/runtime_internal.hpp"
+
+namespace srv6gw::policy {
+
+namespace runtime_detail {
+
+namespace {
+void* slot_data(uint32_t slot) {
+  return reinterpret_cast<void*>(uintptr_t(slot));
+}
+}  // namespace
+
+// rte_hash_add_key_data, waiting a bounded moment for free key slots: those of deleted
+// entries come back once the workers passed a quiescent state (the hash reclaims its defer
+// queue on each attempt).
+int add_exact(rte_hash* h, const ExactKey& key, uint32_t slot) {
+  int rc = rte_hash_add_key_data(h, &key, slot_data(slot));
+  for (int tries = 0; rc == -ENOSPC && tries < 2000; ++tries) {
+    rte_delay_us_sleep(50);
+    rc = rte_hash_add_key_data(h, &key, slot_data(slot));
+  }
+  return rc;
+}
+
+}  // namespace runtime_detail
+
+using namespace runtime_detail;
+
+void Runtime::ExactCounts::add(const config::SteeringRule& r, int sign) {
+  const uint32_t d = uint32_t(sign);  // -1 wraps: unsigned arithmetic modulo 2^32
+  if (r.kind == config::SteeringKind::exact) {
+    exact += d;
+    if (r.dscp) exact_dscp += d;
+  } else if (r.kind == config::SteeringKind::dst_any_qp) {
+    dst_any += d;
+    if (r.dscp) dst_any_dscp += d;
+  }
+}
+
+std::optional<config::ConfigError> Runtime::update_exact(const std::vector<ExactOp>& deletes,
+                                                         const std::vector<ExactOp>& upserts,
+                                                         size_t& deleted, size_t& upserted) {
+  // Deletes first (those matches are gone in the new configuration, and it keeps the peak
+  // occupancy at max(old, new)), then inserts/updates. An update of an existing key's data
+  // is a single atomic store in the lock-free rte_hash (and needs no free key slot).
+  deleted = upserted = 0;
+  for (; deleted < deletes.size(); ++deleted) rte_hash_del_key(exact_, &deletes[deleted].key);
+  for (; upserted < upserts.size(); ++upserted) {
+    const ExactOp& e = upserts[upserted];
+    if (const int rc = add_exact(exact_, e.key, e.new_slot); rc < 0)
+      return error_at(kSteeringPath,
+                      std::string("exact steering table insert failed: ") + rte_strerror(-rc));
+  }
+  return std::nullopt;
+}
+
+void Runtime::undo_exact(const std::vector<ExactOp>& deletes, const std::vector<ExactOp>& upserts,
+                         size_t deleted, size_t upserted) {
+  // Reverse order; updates back to the old data need no key slot, and every re-insert
+  // restores an entry that fitted before.
+  while (upserted-- > 0) {
+    const ExactOp& e = upserts[upserted];
+    if (e.old_slot == kNoSlot)
+      rte_hash_del_key(exact_, &e.key);
+    else
+      add_exact(exact_, e.key, e.old_slot);
+  }
+  while (deleted-- > 0) add_exact(exact_, deletes[deleted].key, deletes[deleted].old_slot);
+}
+
+}  // namespace srv6gw::policy

@@ -5,6 +5,8 @@
 #include <rte_cycles.h>
 #include <rte_errno.h>
 
+#include <algorithm>
+
 #include "policy/runtime.hpp"
 #include "policy/runtime_internal.hpp"
 
@@ -28,6 +30,19 @@ int add_exact(rte_hash* h, const ExactKey& key, uint32_t slot) {
     rc = rte_hash_add_key_data(h, &key, slot_data(slot));
   }
   return rc;
+}
+
+void lookup_slots(const rte_hash* h, std::span<const ExactKey> keys, std::span<uint32_t> slots) {
+  const void* bulk_keys[RTE_HASH_LOOKUP_BULK_MAX];
+  void* data[RTE_HASH_LOOKUP_BULK_MAX];
+  for (size_t base = 0; base < keys.size(); base += RTE_HASH_LOOKUP_BULK_MAX) {
+    const size_t n = std::min<size_t>(RTE_HASH_LOOKUP_BULK_MAX, keys.size() - base);
+    for (size_t i = 0; i < n; ++i) bulk_keys[i] = &keys[base + i];
+    uint64_t hits = 0;
+    rte_hash_lookup_bulk_data(h, bulk_keys, uint32_t(n), &hits, data);
+    for (size_t i = 0; i < n; ++i)
+      slots[base + i] = hits >> i & 1 ? uint32_t(reinterpret_cast<uintptr_t>(data[i])) : kNoSlot;
+  }
 }
 
 }  // namespace runtime_detail

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 
 #include "config/model.hpp"
@@ -30,5 +31,11 @@ inline bool key_equal(const ExactKey& a, const ExactKey& b) {
 
 // rte_hash_add_key_data, waiting a bounded moment for free key slots (runtime_exact_table.cpp).
 int add_exact(rte_hash* h, const ExactKey& key, uint32_t slot);
+
+// The slot each key maps to (kNoSlot if absent), looked up RTE_HASH_LOOKUP_BULK_MAX keys at a
+// time: rte_hash prefetches the buckets of every key of a bulk before comparing, so their
+// cache misses overlap instead of following each other (at 1M rules the table is far larger
+// than the cache and each lone lookup waits for memory twice).
+void lookup_slots(const rte_hash* h, std::span<const ExactKey> keys, std::span<uint32_t> slots);
 
 }  // namespace srv6gw::policy::runtime_detail

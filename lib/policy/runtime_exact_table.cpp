@@ -47,6 +47,21 @@ void lookup_slots(const rte_hash* h, std::span<const ExactKey> keys, std::span<u
 
 }  // namespace runtime_detail
 
+namespace {
+
+// A bulk lookup of the keys of n operations (at most RTE_HASH_LOOKUP_BULK_MAX), for its
+// prefetches only: the results are not needed.
+template <class Op>  // Runtime::ExactOp
+void warm_buckets(const rte_hash* h, const Op* ops, size_t n) {
+  const void* keys[RTE_HASH_LOOKUP_BULK_MAX];
+  void* data[RTE_HASH_LOOKUP_BULK_MAX];
+  for (size_t i = 0; i < n; ++i) keys[i] = &ops[i].key;
+  uint64_t hits = 0;
+  rte_hash_lookup_bulk_data(h, keys, uint32_t(n), &hits, data);
+}
+
+}  // namespace
+
 using namespace runtime_detail;
 
 void Runtime::ExactCounts::add(const config::SteeringRule& r, int sign) {
@@ -66,13 +81,24 @@ std::optional<config::ConfigError> Runtime::update_exact(const std::vector<Exact
   // Deletes first (those matches are gone in the new configuration, and it keeps the peak
   // occupancy at max(old, new)), then inserts/updates. An update of an existing key's data
   // is a single atomic store in the lock-free rte_hash (and needs no free key slot).
+  // Each run of RTE_HASH_LOOKUP_BULK_MAX operations first brings its keys' buckets into the
+  // cache with one bulk lookup (warm_buckets): the deletes and inserts after it then find
+  // them there instead of each waiting for memory in turn.
   deleted = upserted = 0;
-  for (; deleted < deletes.size(); ++deleted) rte_hash_del_key(exact_, &deletes[deleted].key);
-  for (; upserted < upserts.size(); ++upserted) {
-    const ExactOp& e = upserts[upserted];
-    if (const int rc = add_exact(exact_, e.key, e.new_slot); rc < 0)
-      return error_at(kSteeringPath,
-                      std::string("exact steering table insert failed: ") + rte_strerror(-rc));
+  while (deleted < deletes.size()) {
+    const size_t end = std::min<size_t>(deleted + RTE_HASH_LOOKUP_BULK_MAX, deletes.size());
+    warm_buckets(exact_, &deletes[deleted], end - deleted);
+    for (; deleted < end; ++deleted) rte_hash_del_key(exact_, &deletes[deleted].key);
+  }
+  while (upserted < upserts.size()) {
+    const size_t end = std::min<size_t>(upserted + RTE_HASH_LOOKUP_BULK_MAX, upserts.size());
+    warm_buckets(exact_, &upserts[upserted], end - upserted);
+    for (; upserted < end; ++upserted) {
+      const ExactOp& e = upserts[upserted];
+      if (const int rc = add_exact(exact_, e.key, e.new_slot); rc < 0)
+        return error_at(kSteeringPath,
+                        std::string("exact steering table insert failed: ") + rte_strerror(-rc));
+    }
   }
   return std::nullopt;
 }

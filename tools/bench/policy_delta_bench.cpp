@@ -192,6 +192,7 @@ int main(int argc, char** argv) {
   stop.store(true);
   if (reader.joinable()) reader.join();
   if (rt->steering_rule_count() != o.rules) fail("rule count changed");
+  if (o.reader) std::printf("reader: %llu lookups hit\n", (unsigned long long)hits.load());
   std::printf(
       "apply_delta of %u changes on %u rules: min %.2f ms, median %.2f ms (%.0f ns/change, "
       "%.0f changes/s)%s\n",

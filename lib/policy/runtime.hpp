@@ -16,6 +16,8 @@
 // (O(configuration)); apply_delta() takes what changed in the steering rules (the agent's
 // batch) and touches only those rte_hash entries (O(changes)), same publication order. The
 // rte_hash is the record of what is installed in it; no copy of the steering rules is kept.
+//
+// The implementation is one file per concern, listed at the top of runtime.cpp.
 #pragma once
 
 #include <rte_hash.h>

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What both apply paths build before publishing anything: the checks they share, the plan of
+// policy slots (unchanged policies keep their compiled objects, changed ones are recompiled
+// with their engine factors carried over) and the local SID table. Nothing here touches
+// what the workers read.
+#include <algorithm>
+#include <unordered_map>
+
+#include "policy/runtime.hpp"
+#include "policy/runtime_internal.hpp"
+
+namespace srv6gw::policy {
+
+using namespace runtime_detail;
+
+LocalSidTable::LocalSidTable(std::vector<Entry> entries) : entries_(std::move(entries)) {
+  std::sort(entries_.begin(), entries_.end(),
+            [](const Entry& a, const Entry& b) { return a.sid < b.sid; });
+}
+
+std::optional<config::ConfigError> Runtime::check_common(const config::GatewayConfig& cfg) const {
+  if (!(cfg.capacities == running_.capacities))
+    return error_at(kCapacitiesPath,
+                    "capacities size the tables at start; changing them needs a restart");
+  if (cfg.policies.size() > slot_capacity_)
+    return error_at("/srv6gw:gateway/policies", std::to_string(cfg.policies.size()) +
+                                                    " policies exceed capacities/policies " +
+                                                    std::to_string(slot_capacity_));
+  return std::nullopt;
+}
+
+std::optional<config::ConfigError> Runtime::plan_policies(const config::GatewayConfig& cfg,
+                                                          const CompileEnv& env,
+                                                          PolicyPlan& plan) const {
+  plan.free_after = free_slots_;
+  std::unordered_map<std::string_view, const config::Policy*> running_by_name;
+  running_by_name.reserve(running_.policies.size());
+  for (const config::Policy& rp : running_.policies) running_by_name[rp.name] = &rp;
+  for (const config::Policy& p : cfg.policies) {
+    if (plan.slot_by_name.count(p.name))
+      return error_at(config::policy_path(p.name), "duplicate policy name");
+    config::ConfigError err;
+    auto running_it = slot_by_name_.find(p.name);
+    uint32_t slot;
+    std::unique_ptr<const CompiledPolicy> fresh;
+    if (running_it != slot_by_name_.end()) {
+      slot = running_it->second;
+      const CompiledPolicy* old = slots_[slot].load(std::memory_order_relaxed);
+      auto old_cfg = running_by_name.find(p.name);
+      if (!(old_cfg != running_by_name.end() && *old_cfg->second == p && env == env_)) {
+        // Rebuild; engine factors follow the segment lists by name.
+        std::vector<uint32_t> factors(p.segment_lists.size(), kFactorOne);
+        for (size_t i = 0; i < p.segment_lists.size(); ++i)
+          for (const CompiledPath& path : old->paths)
+            if (path.name == p.segment_lists[i].name) factors[i] = path.factor_q16;
+        fresh = compile_policy(p, env, factors, err);
+        if (!fresh) return err;
+      }
+    } else {
+      if (plan.free_after.empty())
+        return error_at(config::policy_path(p.name),
+                        "no free policy slot (capacities/policies is " +
+                            std::to_string(slot_capacity_) +
+                            "; slots of removed policies return after a grace period)");
+      slot = plan.free_after.back();
+      plan.free_after.pop_back();
+      fresh = compile_policy(p, env, {}, err);
+      if (!fresh) return err;
+    }
+    plan.slot_by_name.emplace(p.name, slot);
+    plan.planned.push_back({slot, std::move(fresh)});
+  }
+  return std::nullopt;
+}
+
+std::optional<config::ConfigError> Runtime::build_local_sids(
+    const config::GatewayConfig& cfg, std::shared_ptr<const LocalSidTable>& out) const {
+  if (cfg.local_sids.size() > cfg.capacities.local_sids)
+    return error_at("/srv6gw:gateway/local-sids", "local SIDs exceed capacities/local-sids " +
+                                                      std::to_string(cfg.capacities.local_sids));
+  std::vector<LocalSidTable::Entry> sid_entries;
+  for (const config::LocalSid& ls : cfg.local_sids) {
+    for (const auto& e : sid_entries)
+      if (e.sid == ls.sid) return error_at(config::local_sid_path(ls.sid), "duplicate local SID");
+    sid_entries.push_back({ls.sid, ls.behavior});
+  }
+  if (has_config_ && cfg.local_sids == running_.local_sids) {
+    out = view_.load(std::memory_order_relaxed)->local_sids_owner;  // unchanged: shared
+    return std::nullopt;
+  }
+  out = std::make_shared<const LocalSidTable>(std::move(sid_entries));
+  return std::nullopt;
+}
+
+}  // namespace srv6gw::policy

@@ -90,7 +90,9 @@ void StateKeeper::run_compaction(Compaction c) {
       std::string error;
       auto tail = journal_->read_from(c.offset, error);
       std::shared_ptr<JournalWriter> fresh;
-      if (tail) fresh = JournalWriter::create(journal_path(state_path_), error, *tail);
+      // Under the apply lock: the tail ends with the last record written.
+      if (tail)
+        fresh = JournalWriter::create(journal_path(state_path_), next_sequence_ - 1, error, *tail);
       if (fresh) {
         carried = tail->size();
         set_journal(fresh);

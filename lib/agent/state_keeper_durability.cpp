@@ -37,6 +37,14 @@ void StateKeeper::open_journal(uint64_t generation) {
       return;
     }
     next_sequence_ = std::max(h->journal_sequence, journal->last_sequence) + 1;
+    if (journal->format != 2 && journal->last_sequence > h->journal_sequence) {
+      // Records of format 1 (no durable sequence) are not followed by format-2 ones.
+      spdlog::info(
+          "agent: journal {} is of format 1: the next change writes a snapshot and a journal of "
+          "format 2",
+          jpath);
+      return;
+    }
     if (journal->last_sequence > h->journal_sequence) disk_generation = journal->last_generation;
   }
   if (disk_generation != generation) {
@@ -47,9 +55,9 @@ void StateKeeper::open_journal(uint64_t generation) {
     return;
   }
   if (journal && journal->last_sequence > h->journal_sequence)
-    journal_ = JournalWriter::open(jpath, journal->good_bytes, error);
-  else
-    journal_ = JournalWriter::create(jpath, error);  // none, or only records in the snapshot
+    journal_ = JournalWriter::open(jpath, journal->good_bytes, journal->last_sequence, error);
+  else  // none, or only records in the snapshot
+    journal_ = JournalWriter::create(jpath, next_sequence_ - 1, error);
   // (the constructor: no other thread yet)
   if (!journal_) {
     spdlog::warn("agent: journal {}: {}: the next change writes a snapshot", jpath, error);
@@ -77,7 +85,7 @@ std::string StateKeeper::write_snapshot(const config::GatewayConfig& cfg, uint64
   // crash before the new journal replaces the old one reads the old records as already
   // included.
   std::string error;
-  set_journal(JournalWriter::create(journal_path(state_path_), error));
+  set_journal(JournalWriter::create(journal_path(state_path_), next_sequence_ - 1, error));
   needs_snapshot_ = !journal_;
   counts_.journal_bytes = journal_ ? journal_->bytes() : 0;
   if (!journal_)
@@ -93,10 +101,13 @@ std::string StateKeeper::persist(const Step& step, const StateExtras& next_extra
     return write_snapshot(*step.config, step.generation, next_extras);
   const bool paths_changed = !(next_extras.paths_down == extras_.paths_down);
   std::string record;
-  encode_record(next_sequence_, step.generation, step.config_changes ? step.changes : nullptr,
+  encode_record(next_sequence_, journal_->durable_sequence(), step.generation,
+                step.config_changes ? step.changes : nullptr,
                 step.engine_changed ? &step.config->engine : nullptr,
                 paths_changed ? &next_extras.paths_down : nullptr, record);
-  if (auto why = group ? journal_->write(record) : journal_->append(record); !why.empty()) {
+  if (auto why = group ? journal_->write(record, next_sequence_)
+                       : journal_->append(record, next_sequence_);
+      !why.empty()) {
     if (journal_->broken()) {
       // The record may be in the file: its sequence is used up, and the next change writes a
       // snapshot (which includes every sequence so far) and a new journal.
@@ -204,7 +215,7 @@ void StateKeeper::roll_back_pending() {
     // The journal goes back to where the first of them starts; when it cannot, the next
     // change writes a snapshot (sequences up to here are used up) and a new journal.
     if (journal_ && !journal_->broken() &&
-        journal_->cut_back(undo.front().journal_offset).empty()) {
+        journal_->cut_back(undo.front().journal_offset, undo.front().sequence - 1).empty()) {
       next_sequence_ = undo.front().sequence;
       counts_.journal_bytes = journal_->bytes();
     } else {

@@ -388,6 +388,7 @@ std::variant<PersistedState, std::string> read_state_file(const std::string& pat
     return read;
   }
   st.torn_bytes = journal->torn_bytes;
+  st.torn = journal->torn;
   if (!journal->corrupt.empty()) {
     if (!accept_corrupt_journal) return journal->corrupt;
     st.journal_corrupt = journal->corrupt;
@@ -499,10 +500,11 @@ StartupState restore_startup_state(const std::string& state_path,
   }
   auto& st = std::get<PersistedState>(read);
   if (st.torn_bytes)
-    spdlog::warn(
-        "agent journal {}: dropped an incomplete last record ({} bytes): a change that was "
-        "being written when the gateway stopped, never acknowledged",
-        journal_path(state_path), st.torn_bytes);
+    spdlog::info(
+        "agent journal {}: dropped {} bytes after the last durable record ({}): changes being "
+        "written when the gateway stopped, never acknowledged",
+        journal_path(state_path), st.torn_bytes,
+        st.torn.empty() ? "an incomplete record" : st.torn);
   config::GatewayConfig merged = file_config;
   merged.policies = std::move(st.config.policies);
   merged.steering = std::move(st.config.steering);

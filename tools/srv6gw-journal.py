@@ -17,9 +17,10 @@ import subprocess
 import sys
 import zlib
 
-MAGIC = 0x314A5253
-HEADER = 24
-JOURNAL_FORMAT = b"srv6gw-agent-journal/1\n"
+# Format 2 (current): "SRJ2" | length | sequence | durable sequence | header CRC | body CRC.
+# Format 1 (read): "SRJ1" | length | sequence | header CRC | body CRC.
+FORMATS = {b"srv6gw-agent-journal/2\n": (2, 0x324A5253, 32),
+           b"srv6gw-agent-journal/1\n": (1, 0x314A5253, 24)}
 SECTIONS = [(1, "config changes", "srv6gw.v1.ApplyRequest"),
             (2, "engine parameters", "srv6gw.v1.EngineParams"),
             (4, "paths down", None)]
@@ -86,38 +87,77 @@ def main():
         return 0
     with open(jpath, "rb") as f:
         data = f.read()
-    if not data.startswith(JOURNAL_FORMAT):
-        print(f"journal {jpath}: not a journal of format {JOURNAL_FORMAT.decode().strip()}")
+    line = data[:data.find(b"\n") + 1]
+    if line not in FORMATS:
+        print(f"journal {jpath}: not a journal of format srv6gw-agent-journal/2 (or /1)")
         return 1
-    print(f"journal {jpath}: {len(data)} bytes")
-    at, replay, expected = len(JOURNAL_FORMAT), 0, None
+    version, magic_expected, header = FORMATS[line]
+    print(f"journal {jpath}: format {version}, {len(data)} bytes")
+
+    def header_at(rest):
+        """(magic, length, sequence, durable, header ok, body CRC) of the record at rest."""
+        if version == 2:
+            magic, length, seq, durable, hcrc, bcrc = struct.unpack_from("<IIQQII", rest)
+        else:
+            (magic, length, seq, hcrc, bcrc), durable = struct.unpack_from("<IIQII", rest), 0
+        ok = magic == magic_expected and hcrc == zlib.crc32(rest[:header - 8])
+        return length, seq, durable, ok, bcrc
+
+    def bad(at, why, ends_file, last_seq):
+        """Torn tail (0) or corruption (1), by the rules of lib/agent/journal.hpp."""
+        rest = data[at:]
+        if version == 1:
+            if ends_file:
+                print(f"  @{at}: torn last record ({why}): dropped at restore")
+                return 0
+            print(f"  @{at}: CORRUPT: {why}; the restore stops here")
+            return 1
+        first, marked = (last_seq + 1) if last_seq else after + 1, 0
+        magic = struct.pack("<I", magic_expected)
+        p = data.find(magic, at + 1)
+        while p >= 0 and p + header <= len(data):
+            _, _, durable, ok, _ = header_at(data[p:])
+            if ok:
+                marked = max(marked, durable)
+            p = data.find(magic, p + 1)
+        if marked >= first:
+            print(f"  @{at}: CORRUPT: {why}; a later record says sequence {marked} was "
+                  "durable; the restore stops here")
+            return 1
+        print(f"  @{at}: unsynced tail ({why}; {len(rest)} bytes, no record after it known "
+              "durable): dropped at restore")
+        return 0
+
+    at, replay, expected, last_seq = len(line), 0, None, 0
     while at < len(data):
         rest = data[at:]
-        if len(rest) < HEADER:
+        if len(rest) < header:
             print(f"  @{at}: torn last record ({len(rest)} bytes): dropped at restore")
             break
-        magic, length, seq, hcrc, bcrc = struct.unpack_from("<IIQII", rest)
-        if magic != MAGIC or hcrc != zlib.crc32(rest[:16]):
+        length, seq, durable, ok, bcrc = header_at(rest)
+        if not ok:
             if rest.count(0) == len(rest):
                 print(f"  @{at}: {len(rest)} zero bytes: torn last record, dropped at restore")
                 break
-            print(f"  @{at}: CORRUPT: bad record header; the restore stops here")
-            return 1
-        if len(rest) < HEADER + length:
-            print(f"  @{at}: torn last record (sequence {seq}, {len(rest)} of "
-                  f"{HEADER + length} bytes): dropped at restore")
+            rc = bad(at, "bad record header", False, last_seq)
+            if rc:
+                return rc
             break
-        body = rest[HEADER:HEADER + length]
+        if len(rest) < header + length:
+            print(f"  @{at}: torn last record (sequence {seq}, {len(rest)} of "
+                  f"{header + length} bytes): dropped at restore")
+            break
+        body = rest[header:header + length]
         if zlib.crc32(body) != bcrc:
-            if len(rest) == HEADER + length:
-                print(f"  @{at}: torn last record (sequence {seq}, checksum): dropped at restore")
-                break
-            print(f"  @{at}: CORRUPT: sequence {seq} fails its checksum; the restore stops here")
-            return 1
+            rc = bad(at, f"sequence {seq} fails its checksum", len(rest) == header + length,
+                     last_seq)
+            if rc:
+                return rc
+            break
         if expected is not None and seq != expected:
             print(f"  @{at}: CORRUPT: sequence {seq} where {expected} was expected")
             return 1
-        expected = seq + 1
+        expected, last_seq = seq + 1, seq
         (gen, sections) = struct.unpack_from("<QB", body)
         off, parts, decoded = 9, [], []
         for bit, name, message in SECTIONS:
@@ -133,11 +173,12 @@ def main():
                         decoded.append(protoc_text(message, piece))
         state = "in the snapshot" if seq <= after else "replayed"
         replay += seq > after
-        print(f"  @{at}: sequence {seq}, generation {gen}, {'; '.join(parts) or 'empty'} "
-              f"[{state}]")
+        mark = f", durable up to {durable}" if version == 2 else ""
+        print(f"  @{at}: sequence {seq}{mark}, generation {gen}, "
+              f"{'; '.join(parts) or 'empty'} [{state}]")
         for d in decoded:
             print("    " + d.replace("\n", "\n    "))
-        at += HEADER + length
+        at += header + length
     print(f"restore: the snapshot + {replay} journal records")
     return 0
 

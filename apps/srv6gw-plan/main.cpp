@@ -32,6 +32,7 @@ using namespace srv6gw::pathalg;
 
 // Exit codes: 0 done, 1 invalid input (topology, flows, change), 2 bad command line.
 constexpr int kExitInvalid = 1;
+constexpr int kExitUsage = 2;
 
 struct Failure {
   std::string message;
@@ -169,7 +170,17 @@ int main(int argc, char** argv) {
                   "agent endpoint of each gateway, %s = host name (unix:/run/srv6gw-%s.sock)");
   gen->add_option("-o,--out", gen_out, "output file (default stdout)");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    // CLI11's own exit codes (105, 109...) differ from the other tools' 2; its message names
+    // the option.
+    std::cerr << "srv6gw-plan: " << e.what() << " (srv6gw-plan --help)\n";
+    return kExitUsage;
+  }
 
   try {
     if (gen->parsed()) {

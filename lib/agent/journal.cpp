@@ -20,7 +20,8 @@ namespace srv6gw::agent {
 
 namespace {
 
-constexpr uint32_t kMagic = 0x314A5253;  // "SRJ1" little-endian
+constexpr uint32_t kMagic = 0x324A5253;   // "SRJ2" little-endian
+constexpr uint32_t kMagic1 = 0x314A5253;  // "SRJ1": format 1
 constexpr uint8_t kSectionChanges = 1, kSectionEngine = 2, kSectionPathsDown = 4;
 // A record larger than this is not a record (a 1M-rule batch is ~60 MB).
 constexpr uint32_t kMaxBody = 1u << 30;
@@ -72,8 +73,8 @@ struct Reader {
 using file_io::errno_text;
 using file_io::write_all;
 
-std::string header_line() {
-  return std::string(kJournalFormat) + "\n";
+std::string header_line(std::string_view format = kJournalFormat) {
+  return std::string(format) + "\n";
 }
 
 // Decodes a record's body; "" or why not.
@@ -161,9 +162,9 @@ std::string journal_path(const std::string& state_path) {
   return state_path + ".journal";
 }
 
-void encode_record(uint64_t sequence, uint64_t generation, const Changeset* changes,
-                   const engine::Params* engine, const std::vector<PathDown>* paths_down,
-                   std::string& out) {
+void encode_record(uint64_t sequence, uint64_t durable, uint64_t generation,
+                   const Changeset* changes, const engine::Params* engine,
+                   const std::vector<PathDown>* paths_down, std::string& out) {
   std::string body;
   put_int<uint64_t>(body, generation);
   const uint8_t sections =
@@ -221,13 +222,14 @@ void encode_record(uint64_t sequence, uint64_t generation, const Changeset* chan
   put_int<uint32_t>(out, kMagic);
   put_int<uint32_t>(out, uint32_t(body.size()));
   put_int<uint64_t>(out, sequence);
-  put_int<uint32_t>(out, crc(out.data() + start, 16));
+  put_int<uint64_t>(out, durable);
+  put_int<uint32_t>(out, crc(out.data() + start, 24));
   put_int<uint32_t>(out, crc(body.data(), body.size()));
   out += body;
 }
 
 void encode_record(const JournalRecord& r, std::string& out) {
-  encode_record(r.sequence, r.generation, &r.changes, r.engine ? &*r.engine : nullptr,
+  encode_record(r.sequence, r.durable, r.generation, &r.changes, r.engine ? &*r.engine : nullptr,
                 r.paths_down ? &*r.paths_down : nullptr, out);
 }
 
@@ -255,52 +257,99 @@ std::optional<JournalContents> read_journal(const std::string& path, uint64_t af
   }
   ::close(fd);
 
-  const std::string head = header_line();
-  if (data.compare(0, head.size(), head) != 0) {
+  JournalContents c;
+  std::string head = header_line();
+  if (data.compare(0, head.size(), head) == 0) {
+    c.format = 2;
+  } else if (data.compare(0, head.size(), header_line(kJournalFormat1)) == 0) {
+    c.format = 1;
+  } else {
     // A header cut short by a crash while the journal was being created (it is written
     // before any record and synced before use) would be an empty journal.
     if (data.size() < head.size() && head.compare(0, data.size(), data) == 0) {
-      JournalContents c;
       c.torn_bytes = data.size();
       return c;
     }
-    error = path + ": not a journal of format \"" + std::string(kJournalFormat) + "\"";
+    error = path + ": not a journal of format \"" + std::string(kJournalFormat) + "\" (or \"" +
+            std::string(kJournalFormat1) + "\")";
     return std::nullopt;
   }
-  JournalContents c;
+  const bool v1 = c.format == 1;
+  const size_t header_size = v1 ? kJournalRecordHeader1 : kJournalRecordHeader;
+  const size_t header_crc_at = header_size - 8;
+  const uint32_t magic_expected = v1 ? kMagic1 : kMagic;
+  // Format 2: the highest durable sequence a readable record after `from` carries (0: none).
+  auto marked_durable_after = [&](size_t from) {
+    uint64_t marked = 0;
+    char magic_bytes[4];
+    std::memcpy(magic_bytes, &kMagic, 4);
+    const std::string_view all(data);
+    for (size_t p = all.find(std::string_view(magic_bytes, 4), from); p != std::string_view::npos;
+         p = all.find(std::string_view(magic_bytes, 4), p + 1)) {
+      if (p + header_size > all.size()) break;
+      const char* h = all.data() + p;
+      if (get_int<uint32_t>(h + header_crc_at) == crc(h, header_crc_at))
+        marked = std::max(marked, get_int<uint64_t>(h + 16));
+    }
+    return marked;
+  };
   size_t at = head.size();
   c.good_bytes = at;
   uint64_t expected = 0;  // 0: the first record may have any sequence
+  // A record that is not whole: a torn tail when nothing after it was durable, else corruption
+  // (format 2); format 1: torn when it ends the file.
+  auto bad_record = [&](const std::string& why, bool ends_file) {
+    const std::string_view rest = std::string_view(data).substr(at);
+    if (v1) {
+      if (ends_file)
+        c.torn_bytes = rest.size();
+      else
+        c.corrupt = why;
+      return;
+    }
+    // The first sequence the bad bytes can hold.
+    const uint64_t first = c.last_sequence ? c.last_sequence + 1 : after + 1;
+    const uint64_t marked = marked_durable_after(at + 1);
+    if (marked >= first) {
+      c.corrupt = why + "; a later record says sequence " + std::to_string(marked) + " was durable";
+      return;
+    }
+    c.torn_bytes = rest.size();
+    c.torn = why + "; " + std::to_string(rest.size()) +
+             " bytes from there on hold no record known durable";
+  };
   while (at < data.size()) {
     const std::string_view rest = std::string_view(data).substr(at);
     const std::string where = path + ": record at byte " + std::to_string(at);
-    if (rest.size() < kJournalRecordHeader) {
+    if (rest.size() < header_size) {
       c.torn_bytes = rest.size();
+      c.torn = where + ": incomplete header";
       break;
     }
     const char* h = rest.data();
     const uint32_t magic = get_int<uint32_t>(h);
     const uint32_t length = get_int<uint32_t>(h + 4);
     const uint64_t sequence = get_int<uint64_t>(h + 8);
-    if (magic != kMagic || get_int<uint32_t>(h + 16) != crc(h, 16) || length > kMaxBody) {
+    if (magic != magic_expected || get_int<uint32_t>(h + header_crc_at) != crc(h, header_crc_at) ||
+        length > kMaxBody) {
       if (all_zero(rest)) {  // space the file system allocated but the write never filled
         c.torn_bytes = rest.size();
+        c.torn = where + ": zeros to the end";
       } else {
-        c.corrupt = where + ": bad record header (magic or checksum)";
+        bad_record(where + ": bad record header (magic or checksum)", false);
       }
       break;
     }
-    if (rest.size() < kJournalRecordHeader + length) {
+    if (rest.size() < header_size + length) {
       c.torn_bytes = rest.size();
+      c.torn = where + " (sequence " + std::to_string(sequence) + "): incomplete";
       break;
     }
-    const std::string_view body = rest.substr(kJournalRecordHeader, length);
-    if (get_int<uint32_t>(h + 20) != crc(body.data(), body.size())) {
-      if (rest.size() == kJournalRecordHeader + length)
-        c.torn_bytes = rest.size();
-      else
-        c.corrupt = where + " (sequence " + std::to_string(sequence) +
-                    "): checksum mismatch with more records after it";
+    const std::string_view body = rest.substr(header_size, length);
+    if (get_int<uint32_t>(h + header_size - 4) != crc(body.data(), body.size())) {
+      bad_record(where + " (sequence " + std::to_string(sequence) + "): checksum mismatch" +
+                     (rest.size() == header_size + length ? "" : " with more records after it"),
+                 rest.size() == header_size + length);
       break;
     }
     if (expected != 0 && sequence != expected) {
@@ -314,6 +363,7 @@ std::optional<JournalContents> read_journal(const std::string& path, uint64_t af
     }
     JournalRecord r;
     r.sequence = sequence;
+    if (!v1) r.durable = get_int<uint64_t>(h + 16);
     if (length < 9) {
       c.corrupt = where + ": body too short";
       break;
@@ -329,7 +379,7 @@ std::optional<JournalContents> read_journal(const std::string& path, uint64_t af
     c.last_generation = r.generation;
     if (sequence > after && decode) c.records.push_back(std::move(r));
     expected = sequence + 1;
-    at += kJournalRecordHeader + length;
+    at += header_size + length;
     c.good_bytes = at;
   }
   return c;
@@ -356,7 +406,8 @@ void set_sync_observer(SyncObserver observer) {
   sync_observer = std::move(observer);
 }
 
-std::unique_ptr<JournalWriter> JournalWriter::create(const std::string& path, std::string& error,
+std::unique_ptr<JournalWriter> JournalWriter::create(const std::string& path,
+                                                     uint64_t last_sequence, std::string& error,
                                                      std::string_view records) {
   const std::filesystem::path target(path);
   const std::filesystem::path dir =
@@ -387,11 +438,11 @@ std::unique_ptr<JournalWriter> JournalWriter::create(const std::string& path, st
     return nullptr;
   }
   ::close(dfd);
-  return open(path, head.size() + records.size(), error);
+  return open(path, head.size() + records.size(), last_sequence, error);
 }
 
 std::unique_ptr<JournalWriter> JournalWriter::open(const std::string& path, size_t good_bytes,
-                                                   std::string& error) {
+                                                   uint64_t last_sequence, std::string& error) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) {
     error = errno_text("cannot open", path);
@@ -403,9 +454,11 @@ std::unique_ptr<JournalWriter> JournalWriter::open(const std::string& path, size
     ::close(fd);
     return nullptr;
   }
-  // A torn tail is cut off so that the next record follows the last good one.
-  if (size_t(st.st_size) != good_bytes &&
-      (::ftruncate(fd, off_t(good_bytes)) != 0 || ::fsync(fd) != 0)) {
+  // A torn tail is cut off so that the next record follows the last good one; what stays
+  // is made durable (a process killed before its sync leaves its records in the page cache),
+  // so that the next record can say so.
+  if ((size_t(st.st_size) != good_bytes && ::ftruncate(fd, off_t(good_bytes)) != 0) ||
+      ::fsync(fd) != 0) {
     error = errno_text("cannot cut the torn tail of", path);
     ::close(fd);
     return nullptr;
@@ -415,17 +468,18 @@ std::unique_ptr<JournalWriter> JournalWriter::open(const std::string& path, size
     ::close(fd);
     return nullptr;
   }
-  return std::unique_ptr<JournalWriter>(new JournalWriter(fd, path, good_bytes));
+  return std::unique_ptr<JournalWriter>(new JournalWriter(fd, path, good_bytes, last_sequence));
 }
 
 JournalWriter::~JournalWriter() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-std::string JournalWriter::write(std::string_view framed) {
+std::string JournalWriter::write(std::string_view framed, uint64_t sequence) {
   if (broken()) return path_ + ": the journal needs replacing after an earlier failure";
   if (write_all(fd_, framed)) {
     bytes_ += framed.size();
+    written_sequence_.store(sequence);  // after the write: a sync started now covers it
     return "";
   }
   std::string why = errno_text("cannot write", path_);
@@ -438,6 +492,7 @@ std::string JournalWriter::write(std::string_view framed) {
 std::string JournalWriter::sync() {
   if (broken()) return path_ + ": the journal needs replacing after an earlier failure";
   // Every record counted in bytes_ was written whole before this fdatasync started.
+  const uint64_t sequence = written_sequence_.load();
   const size_t covered = bytes();
   if (::fdatasync(fd_) != 0) return errno_text("cannot fdatasync", path_);
   // Written to a file nobody can find again (the directory was removed or replaced) is not
@@ -447,18 +502,25 @@ std::string JournalWriter::sync() {
     broken_ = true;
     return path_ + ": the journal file was removed";
   }
+  // Concurrent syncs (a compaction's and a waiter's) may finish in any order: keep the highest.
+  uint64_t durable = durable_sequence_.load();
+  while (durable < sequence && !durable_sequence_.compare_exchange_weak(durable, sequence)) {
+  }
   std::lock_guard lock(sync_observer_mutex);
   if (sync_observer) sync_observer(path_, covered);
   return "";
 }
 
-std::string JournalWriter::cut_back(size_t bytes) {
+std::string JournalWriter::cut_back(size_t bytes, uint64_t last_sequence) {
   if (::ftruncate(fd_, off_t(bytes)) != 0 || ::lseek(fd_, off_t(bytes), SEEK_SET) < 0 ||
       ::fdatasync(fd_) != 0) {
     broken_ = true;
     return errno_text("cannot cut back", path_);
   }
   bytes_ = bytes;
+  written_sequence_.store(last_sequence);
+  // Records rolled back were never durable; this only guards a caller's mistake.
+  if (durable_sequence_.load() > last_sequence) durable_sequence_.store(last_sequence);
   return "";
 }
 
@@ -477,11 +539,12 @@ std::optional<std::string> JournalWriter::read_from(size_t from, std::string& er
   return out;
 }
 
-std::string JournalWriter::append(std::string_view framed) {
+std::string JournalWriter::append(std::string_view framed, uint64_t sequence) {
   const size_t before = bytes();
-  if (auto why = write(framed); !why.empty()) return why;
+  const uint64_t sequence_before = written_sequence_.load();
+  if (auto why = write(framed, sequence); !why.empty()) return why;
   auto why = sync();
-  if (!why.empty() && !broken()) cut_back(before);
+  if (!why.empty() && !broken()) cut_back(before, sequence_before);
   return why;
 }
 

@@ -2,6 +2,7 @@
 #include "agent/persist.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -203,11 +204,19 @@ bool parse_u64(std::string_view v, uint64_t& out) {
   return !v.empty() && ec == std::errc() && p == v.data() + v.size();
 }
 
+// A JSON string's text, appended (GCC 12's -Wrestrict misfires on "\"" + std::string).
+std::string quoted(std::string_view text) {
+  std::string q = "\"";
+  q += text;
+  q += '"';
+  return q;
+}
+
 // Format, generation and journal sequence of a snapshot's members; "" or why not.
 std::string parse_head(const Members& m, SnapshotHead& h) {
-  if (m.format == "\"" + std::string(kFormat) + "\"")
+  if (m.format == quoted(kFormat))
     h.format = 2;
-  else if (m.format == "\"" + std::string(kFormat1) + "\"")
+  else if (m.format == quoted(kFormat1))
     h.format = 1;
   else
     return std::string("\"format\" is ") + (m.format.empty() ? "missing" : std::string(m.format)) +
@@ -379,6 +388,7 @@ std::variant<PersistedState, std::string> read_state_file(const std::string& pat
     return read;
   }
   st.torn_bytes = journal->torn_bytes;
+  st.torn = journal->torn;
   if (!journal->corrupt.empty()) {
     if (!accept_corrupt_journal) return journal->corrupt;
     st.journal_corrupt = journal->corrupt;
@@ -416,6 +426,44 @@ std::string set_aside_state(const std::string& state_path, const char* why) {
   return all;
 }
 
+// A writer's temporary file (<state>.tmp-<pid>, <journal>.tmp-<pid>) that a crash left behind:
+// its writer is gone. A live writer's (this process's own background snapshot, a test's second
+// agent) is left alone.
+bool writer_gone(std::string_view pid_text) {
+  pid_t pid = 0;
+  const auto [end, ec] = std::from_chars(pid_text.data(), pid_text.data() + pid_text.size(), pid);
+  if (ec != std::errc() || end != pid_text.data() + pid_text.size() || pid <= 0) return false;
+  return pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+void remove_leftover_temporaries(const std::string& state_path) {
+  const std::filesystem::path state(state_path);
+  const std::filesystem::path dir = state.has_parent_path() ? state.parent_path() : ".";
+  const std::string name = state.filename().string();
+  std::error_code ec;
+  // Appended rather than `name + "..."` (GCC 12's -Wrestrict misfires on the latter).
+  std::string snapshot_tmp = name, journal_tmp = name;
+  snapshot_tmp += ".tmp-";
+  journal_tmp += ".journal.tmp-";
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string f = e.path().filename().string();
+    for (const std::string& prefix : {snapshot_tmp, journal_tmp}) {
+      if (f.rfind(prefix, 0) != 0 || !writer_gone(std::string_view(f).substr(prefix.size())))
+        continue;
+      std::error_code size_ec, rec;
+      uintmax_t bytes = std::filesystem::file_size(e.path(), size_ec);
+      if (size_ec) bytes = 0;
+      if (std::filesystem::remove(e.path(), rec))
+        spdlog::info(
+            "removed {} ({} bytes): a snapshot or journal being written when the gateway "
+            "stopped, never renamed into place",
+            e.path().string(), bytes);
+      else
+        spdlog::warn("cannot remove the leftover {}: {}", e.path().string(), rec.message());
+    }
+  }
+}
+
 }  // namespace
 
 StartupState restore_startup_state(const std::string& state_path,
@@ -423,6 +471,7 @@ StartupState restore_startup_state(const std::string& state_path,
   StartupState out;
   out.config = file_config;
   if (state_path.empty()) return out;
+  remove_leftover_temporaries(state_path);
   std::error_code ec;
   if (!std::filesystem::exists(state_path, ec) && !ec) {
     if (std::filesystem::exists(journal_path(state_path), ec)) {
@@ -451,10 +500,11 @@ StartupState restore_startup_state(const std::string& state_path,
   }
   auto& st = std::get<PersistedState>(read);
   if (st.torn_bytes)
-    spdlog::warn(
-        "agent journal {}: dropped an incomplete last record ({} bytes): a change that was "
-        "being written when the gateway stopped, never acknowledged",
-        journal_path(state_path), st.torn_bytes);
+    spdlog::info(
+        "agent journal {}: dropped {} bytes after the last durable record ({}): changes being "
+        "written when the gateway stopped, never acknowledged",
+        journal_path(state_path), st.torn_bytes,
+        st.torn.empty() ? "an incomplete record" : st.torn);
   config::GatewayConfig merged = file_config;
   merged.policies = std::move(st.config.policies);
   merged.steering = std::move(st.config.steering);

@@ -50,7 +50,8 @@ struct PersistedState {
   uint64_t journal_sequence = 0;  // the last journal record included
   // How the journal was found (read_state_file).
   size_t journal_records = 0;   // records replayed onto the snapshot
-  size_t torn_bytes = 0;        // an incomplete last record dropped (never acknowledged)
+  size_t torn_bytes = 0;        // an unsynced tail dropped (never acknowledged)
+  std::string torn;             // what it was, for the log
   std::string journal_corrupt;  // "" or why the records after a point were not used
 };
 

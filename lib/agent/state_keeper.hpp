@@ -24,6 +24,11 @@
 //
 // No gRPC here: the server (agent.cpp) decodes a request, calls one of these and encodes the
 // answer; tests/agent/test_state_keeper.cpp drives them directly with a fake sink.
+//
+// Files: state_keeper.cpp (the commit step, the published state), state_keeper_changes.cpp
+// (Apply, SetEngineParams, SetPathState), state_keeper_durability.cpp (journal records,
+// snapshots, group commit, the state directory at start), state_keeper_compaction.cpp
+// (background compaction, the snapshot of a clean stop).
 #pragma once
 
 #include <atomic>

@@ -3,6 +3,8 @@
 // an unusable state file is set aside (never silently reused nor lost) and the daemon starts
 // from its configuration file; a state that cannot be written is rolled back.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -125,6 +127,38 @@ TEST_F(AgentPersist, MissingFileStartsFromTheConfiguration) {
   // No persistence at all.
   const auto none = restore_startup_state("", base_config());
   EXPECT_FALSE(none.restored);
+}
+
+// A snapshot or journal killed mid-write leaves <file>.tmp-<pid>: removed at start when its
+// writer is gone; a live writer's (here: this process's) is left alone.
+TEST_F(AgentPersist, LeftoverTemporariesOfDeadWritersAreRemoved) {
+  auto a = start(base_config(), 0);
+  ASSERT_TRUE(a);
+  populate(*a);
+  a->stop();
+  a.reset();
+  // A pid that is surely gone: a child that has exited and been reaped.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  const std::string dead = std::to_string(child), self = std::to_string(::getpid());
+  for (const std::string& f :
+       {"state.json.tmp-" + dead, "state.json.journal.tmp-" + dead, "state.json.tmp-" + self,
+        "other.json.tmp-" + dead, "state.json.tmp-x" + dead})
+    std::ofstream(dir.file(f)) << "{\"half a snapshot";
+  const auto st = restore_startup_state(options.state_path, base_config());
+  EXPECT_TRUE(st.restored);
+  EXPECT_EQ(st.generation, 2u);
+  const auto files = files_in(dir.path());
+  auto has = [&](const std::string& f) {
+    return std::find(files.begin(), files.end(), f) != files.end();
+  };
+  EXPECT_FALSE(has("state.json.tmp-" + dead));
+  EXPECT_FALSE(has("state.json.journal.tmp-" + dead));
+  EXPECT_TRUE(has("state.json.tmp-" + self));   // a live writer
+  EXPECT_TRUE(has("other.json.tmp-" + dead));   // not this state file's
+  EXPECT_TRUE(has("state.json.tmp-x" + dead));  // not a pid
 }
 
 // Every way a state file can be unusable ends the same way: set aside with its content

@@ -10,10 +10,12 @@
 // failed sync rolls back every change not yet durable. Background compaction during a
 // stream of concurrent Applies.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -522,6 +524,144 @@ TEST_F(JournalFileTest, ChecksumFailureAtTheTailIsTornBeforeItCorrupt) {
     EXPECT_EQ(st.journal_records, 1u);
     EXPECT_EQ(st.generation, h2.states[2].generation + 1);
   }
+}
+
+// Group commit: records written after the last sync may reach the disk out of order. Here
+// records 3..5 (0-based) were written before any of them was synced (each says record 2 was
+// the last durable one): record 3 damaged with 4 and 5 intact is an unsynced tail, dropped
+// quietly. Once a later record says record 3 was durable, the same damage is corruption.
+TEST_F(JournalFileTest, UnsyncedRecordsOutOfOrderAreATornTailNotCorruption) {
+  const History h = make_history(6);
+  std::string error;
+  auto read = read_journal(jpath(), 0, /*decode=*/true, error);
+  ASSERT_TRUE(read) << error;
+  ASSERT_EQ(read->records.size(), 6u);
+  const uint64_t durable = read->records[2].sequence;
+  auto journal_with = [&](uint64_t mark_of_last) {
+    std::string j = h.journal.substr(0, h.record_start[3]);
+    for (size_t k = 3; k < 6; ++k) {
+      JournalRecord r = read->records[k];
+      r.durable = k == 5 ? mark_of_last : durable;
+      encode_record(r, j);
+    }
+    return j;
+  };
+  const std::string unsynced = journal_with(durable);
+  const size_t start3 = h.record_start[3];
+  std::string record3_only;
+  {
+    JournalRecord r = read->records[3];
+    r.durable = durable;
+    encode_record(r, record3_only);
+  }
+  struct Damage {
+    const char* what;
+    std::function<void(std::string&)> apply;
+  };
+  const std::vector<Damage> damages = {
+      {"record 3 never reached the disk (zeros)",
+       [&](std::string& j) { std::fill_n(j.begin() + long(start3), record3_only.size(), '\0'); }},
+      {"a flipped byte in record 3's body",
+       [&](std::string& j) { j[start3 + kJournalRecordHeader + 2] ^= 0x10; }},
+      {"a flipped byte in record 3's header", [&](std::string& j) { j[start3 + 9] ^= 0x10; }},
+  };
+  for (const Damage& d : damages) {
+    SCOPED_TRACE(d.what);
+    std::string j = unsynced;
+    d.apply(j);
+    write_journal(j);
+    const PersistedState st = persisted();  // strict reading accepts it
+    EXPECT_TRUE(st.journal_corrupt.empty()) << st.journal_corrupt;
+    EXPECT_TRUE(comparable(st.config, st.generation) == h.states[3]);
+    EXPECT_EQ(st.torn_bytes, j.size() - start3);
+
+    // Record 5 says record 3 was durable: the damage is corruption.
+    j = journal_with(read->records[3].sequence);
+    d.apply(j);
+    write_journal(j);
+    auto strict = read_state_file(state_path());
+    ASSERT_TRUE(std::holds_alternative<std::string>(strict));
+    EXPECT_NE(std::get<std::string>(strict).find("was durable"), std::string::npos)
+        << std::get<std::string>(strict);
+    const PersistedState kept = persisted(/*accept_corrupt=*/true);
+    EXPECT_FALSE(kept.journal_corrupt.empty());
+    EXPECT_TRUE(comparable(kept.config, kept.generation) == h.states[3]);
+  }
+  // A restart on the unsynced tail cuts it off and appends after record 2.
+  std::string j = unsynced;
+  damages[1].apply(j);
+  write_journal(j);
+  StartupState st = restore_startup_state(state_path(), base_config());
+  ASSERT_TRUE(st.restored);
+  EXPECT_TRUE(st.set_aside.empty()) << st.set_aside;
+  EXPECT_TRUE(comparable(st.config, st.generation) == h.states[3]);
+  auto keeper = make_keeper(st.config, st.generation, st.extras);
+  ApplyResult r;
+  ASSERT_FALSE(keeper->apply(one_rule(5000), std::nullopt, false, "test", r));
+  EXPECT_EQ(keeper->persist_counts().snapshots, 0u);
+  const PersistedState after = persisted();
+  EXPECT_EQ(after.torn_bytes, 0u);
+  EXPECT_EQ(after.journal_records, 4u);
+}
+
+// A journal of format 1 (before the durable sequence): the same records with a 24-byte header.
+std::string to_format_one(const History& h) {
+  std::string out = std::string(kJournalFormat1) + "\n";
+  std::vector<size_t> starts = h.record_start;
+  starts.push_back(h.journal.size());
+  for (size_t k = 0; k + 1 < starts.size(); ++k) {
+    const std::string_view rec =
+        std::string_view(h.journal).substr(starts[k], starts[k + 1] - starts[k]);
+    std::string head(rec.substr(0, 16));
+    head[3] = '1';  // "SRJ1"
+    const uint32_t head_crc =
+        uint32_t(::crc32(::crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(head.data()), 16));
+    head.append(reinterpret_cast<const char*>(&head_crc), 4);
+    head.append(rec.substr(28, 4));  // the body's CRC
+    out += head;
+    out += rec.substr(kJournalRecordHeader);
+  }
+  return out;
+}
+
+TEST_F(JournalFileTest, FormatOneJournalIsReadAndReplacedByFormatTwo) {
+  const History h = make_history(6);
+  const std::string v1 = to_format_one(h);
+  ASSERT_EQ(v1.size(), h.journal.size() - 6 * (kJournalRecordHeader - kJournalRecordHeader1));
+  write_journal(v1);
+  PersistedState st = persisted();
+  EXPECT_TRUE(comparable(st.config, st.generation) == h.states[6]);
+  EXPECT_EQ(st.journal_records, 6u);
+  // Its torn tail at every byte of the last record, and its corruption rule.
+  const size_t last = v1.size() - (h.journal.size() - h.record_start.back()) +
+                      (kJournalRecordHeader - kJournalRecordHeader1);
+  for (size_t cut = last; cut < v1.size(); ++cut) {
+    write_journal(v1.substr(0, cut));
+    st = persisted();
+    ASSERT_TRUE(comparable(st.config, st.generation) == h.states[5]) << "cut at byte " << cut;
+    EXPECT_EQ(st.torn_bytes, cut - last);
+  }
+  std::string bad = v1;
+  bad[v1.size() / 2] ^= 0x01;
+  write_journal(bad);
+  EXPECT_FALSE(persisted(/*accept_corrupt=*/true).journal_corrupt.empty());
+
+  // The agent restores from it and, not appending to format 1, writes a snapshot and a
+  // format-2 journal at the first change.
+  write_journal(v1);
+  StartupState restored = restore_startup_state(state_path(), base_config());
+  ASSERT_TRUE(restored.restored);
+  EXPECT_TRUE(comparable(restored.config, restored.generation) == h.states[6]);
+  auto keeper = make_keeper(restored.config, restored.generation, restored.extras);
+  ApplyResult r;
+  ASSERT_FALSE(keeper->apply(one_rule(5000), std::nullopt, false, "test", r));
+  EXPECT_EQ(keeper->persist_counts().snapshots, 1u);
+  ASSERT_FALSE(keeper->apply(one_rule(5001), std::nullopt, false, "test", r));
+  EXPECT_EQ(slurp(jpath()).substr(0, kJournalFormat.size()), kJournalFormat);
+  st = persisted();
+  EXPECT_EQ(st.journal_records, 1u);
+  EXPECT_TRUE(comparable(st.config, st.generation) ==
+              comparable(keeper->snapshot()->config, keeper->snapshot()->generation));
 }
 
 TEST_F(JournalFileTest, JournalWithoutSnapshotOrNotAJournalIsSetAside) {

@@ -359,16 +359,16 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
     unsigned n_firsts = 0;
     if (n_roce != 0) {
       classes[0] = last.cls;
-      bool have = reuse_flows && last.valid;
-      for (unsigned j = 0; j < n_roce; ++j) {
-        const FlowKey k = flow_key(*roce[j]);
-        if (!(have && same_flow(k, last.key))) {
-          last.key = k;
-          have = reuse_flows;
-          firsts[n_firsts++] = roce[j];
-        }
+      // The first packet against the carried key, every other one against the packet
+      // before it (read in place: no key is built per packet).
+      if (!(reuse_flows && last.valid && same_flow(flow_key(*roce[0]), last.key)))
+        firsts[n_firsts++] = roce[0];
+      class_of[0] = uint8_t(n_firsts);
+      for (unsigned j = 1; j < n_roce; ++j) {
+        if (!(reuse_flows && same_flow(*roce[j], *roce[j - 1]))) firsts[n_firsts++] = roce[j];
         class_of[j] = uint8_t(n_firsts);
       }
+      last.key = flow_key(*roce[n_roce - 1]);
       if (n_firsts != 0) policy::steer_bulk(view.steering, firsts, n_firsts, first_slots);
       for (unsigned f = 0; f < n_firsts; ++f)
         classes[f + 1] = classify_flow(*firsts[f], first_slots[f]);

@@ -49,6 +49,19 @@ inline bool same_flow(const FlowKey& a, const FlowKey& b) {
           (a.dst[0] ^ b.dst[0]) | (a.dst[1] ^ b.dst[1])) == 0;
 }
 
+// same_flow(flow_key(a), flow_key(b)) read from the two records in place.
+inline bool same_flow(const net::PacketInfo& a, const net::PacketInfo& b) {
+  uint64_t x[4], y[4];
+  std::memcpy(x, a.src.bytes.data(), 16);
+  std::memcpy(x + 2, a.dst.bytes.data(), 16);
+  std::memcpy(y, b.src.bytes.data(), 16);
+  std::memcpy(y + 2, b.dst.bytes.data(), 16);
+  const uint32_t head = uint32_t(uint8_t(a.family) ^ uint8_t(b.family)) |
+                        uint32_t(a.dscp ^ b.dscp) | uint32_t(a.udp_sport ^ b.udp_sport) |
+                        (a.bth.dest_qp ^ b.bth.dest_qp);
+  return (head | ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3]))) == 0;
+}
+
 // What the encapsulation step needs of a flow beyond the packet itself. No member
 // initialisers: the pipeline keeps a stack array of them per chunk, each written before use.
 struct FlowClass {

@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "dataplane/counters.hpp"
+#include "dataplane/datapath/flow_cache.hpp"
 #include "dataplane/feedback.hpp"
 #include "net/addr.hpp"
 #include "policy/runtime.hpp"
@@ -83,6 +84,11 @@ struct alignas(64) WorkerContext {
   uint16_t n_pending = 0;
   static constexpr uint16_t kPendingCapacity = 64;
   FeedbackEvent pending[kPendingCapacity];
+  // The last RoCEv2 flow's classification (datapath/flow_cache.hpp), carried across bursts.
+  LastFlow last_flow;
+  // Test hook: false = classify every packet on its own (the uncached path the cache must
+  // match); the data plane never changes it.
+  bool flow_cache = true;
   // Test hook: when non-zero, the TSC the pipeline uses instead of rte_rdtsc() (flowlet gaps).
   uint64_t fixed_tsc = 0;
 

@@ -352,6 +352,24 @@ int main(int argc, char** argv) {
   app.add_option_function<std::string>("--sizes", sizes,
                                        "imix (64:7,576:4,1500:1) or N[:WEIGHT],...")
       ->type_name("LIST");
+  app.add_option_function<std::string>(
+         "--message-packets",
+         [&spec](const std::string& v) {
+           const size_t dash = v.find('-');
+           const std::string_view text(v);
+           uint32_t low = 0, high = 0;
+           const bool ok = dash == std::string::npos
+                               ? parse_uint(text, low) && parse_uint(text, high)
+                               : parse_uint(text.substr(0, dash), low) &&
+                                     parse_uint(text.substr(dash + 1), high);
+           if (!ok) throw CLI::ValidationError("--message-packets: want N or MIN-MAX, got " + v);
+           spec.message_min = low;
+           spec.message_max = high;
+         },
+         "realistic RDMA traffic: each QP sends whole messages of MIN..MAX packets back to "
+         "back (e.g. 16-64), QPs interleaved; writes, sends and read responses go as first, "
+         "middle..., last")
+      ->type_name("MIN-MAX");
   add_number(app, "--vlan", spec.vlan_id, 4094, "add an 802.1Q tag with this ID");
   add_number(app, "--pcp", spec.vlan_pcp, 7, "802.1Q priority (default 3)");
   const auto mac = [&app](const std::string& name, net::MacAddr& to, const std::string& help) {

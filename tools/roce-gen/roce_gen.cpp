@@ -18,6 +18,32 @@ constexpr size_t kCnpReservedLen = 16;  // CNP payload after the BTH (annex A17)
 // A multi-packet message (write-first ... write-last) is modelled as this many packets when
 // the RETH of its first packet announces the total DMA length.
 constexpr uint32_t kPacketsPerMessage = 4;
+// Longest message of message mode (GenSpec::message_max): 1M packets of 4 KB = 4 GB.
+constexpr uint32_t kMaxMessagePackets = 1u << 20;
+
+// The opcode of packet `index` of a message of `len` packets whose opcode the mix drew as
+// `drawn`: writes, sends and read responses are sent as first, middle..., last (only when
+// alone); other opcodes are single-packet messages.
+Opcode message_opcode(Opcode drawn, uint32_t index, uint32_t len) {
+  struct Family {
+    Opcode first, middle, last, only;
+  };
+  static constexpr Family kFamilies[] = {
+      {Opcode::write_first, Opcode::write_middle, Opcode::write_last, Opcode::write_only},
+      {Opcode::send_first, Opcode::send_middle, Opcode::send_last, Opcode::send_only},
+      {Opcode::read_response_first, Opcode::read_response_middle, Opcode::read_response_last,
+       Opcode::read_response_only}};
+  for (const Family& f : kFamilies) {
+    if (drawn != f.first && drawn != f.middle && drawn != f.last && drawn != f.only) continue;
+    if (len == 1) return f.only;
+    return index == 0 ? f.first : index + 1 == len ? f.last : f.middle;
+  }
+  return drawn;
+}
+
+bool single_packet_opcode(Opcode op) {
+  return message_opcode(op, 0, 2) == op && message_opcode(op, 1, 2) == op;
+}
 
 void store16(uint8_t* p, uint16_t v) {
   p[0] = uint8_t(v >> 8);
@@ -560,6 +586,12 @@ std::string validate(const GenSpec& spec) {
     return "dest-qp-base: DestQPs must stay in 2..0xfffffe (0/1 are QP0/QP1, 0xffffff is "
            "multicast)";
   if (spec.interval_ns == 0) return "interval-ns: must be positive";
+  if (spec.message_min != 0 || spec.message_max != 0) {
+    if (spec.message_min == 0 || spec.message_max < spec.message_min)
+      return "message-packets: want MIN-MAX with 1 <= MIN <= MAX";
+    if (spec.message_max > kMaxMessagePackets)
+      return "message-packets: at most " + std::to_string(kMaxMessagePackets) + " per message";
+  }
   return {};
 }
 
@@ -639,14 +671,30 @@ size_t Generator::next(std::span<uint8_t> out, FrameInfo& info) {
   const uint64_t index = produced_;
   info = FrameInfo{};
   info.timestamp_ns = spec_.start_time_ns + index * spec_.interval_ns;
-  QueuePair& qp = qps_[random_below(qps_.size())];
+  const auto pick = [&](const std::vector<uint64_t>& cdf) {
+    const uint64_t r = random_below(cdf.back());
+    return size_t(std::upper_bound(cdf.begin(), cdf.end(), r) - cdf.begin());
+  };
+  const bool non_roce = spec_.non_roce_every != 0 && (index + 1) % spec_.non_roce_every == 0;
+  const bool messages = spec_.message_max != 0;
+  if (messages && !non_roce && message_sent_ == message_len_) {
+    // The next message: its QP, its opcode, its length.
+    message_qp_ = random_below(qps_.size());
+    message_opcode_ = spec_.opcodes[pick(opcode_cdf_)].opcode;
+    message_len_ =
+        single_packet_opcode(message_opcode_)
+            ? 1
+            : spec_.message_min + uint32_t(random_below(spec_.message_max - spec_.message_min + 1));
+    message_sent_ = 0;
+  }
+  QueuePair& qp = qps_[messages ? message_qp_ : random_below(qps_.size())];
   info.host = qp.host;
   info.qp = qp.qp;
   info.dest_qp = qp.dest_qp;
   info.udp_sport = qp.flow.udp_sport;
 
   size_t len = 0;
-  if (spec_.non_roce_every != 0 && (index + 1) % spec_.non_roce_every == 0) {
+  if (non_roce) {
     const NonRoceKind kind = kAllNonRoceKinds[non_roce_produced_ % kAllNonRoceKinds.size()];
     net::Family family = qp.flow.src.family;
     if (kind == NonRoceKind::arp_request) family = net::Family::ipv4;
@@ -662,11 +710,8 @@ size_t Generator::next(std::span<uint8_t> out, FrameInfo& info) {
     info.non_roce = kind;
     info.family = family;
   } else {
-    const auto pick = [&](const std::vector<uint64_t>& cdf) {
-      const uint64_t r = random_below(cdf.back());
-      return size_t(std::upper_bound(cdf.begin(), cdf.end(), r) - cdf.begin());
-    };
-    const Opcode op = spec_.opcodes[pick(opcode_cdf_)].opcode;
+    const Opcode op = messages ? message_opcode(message_opcode_, message_sent_, message_len_)
+                               : spec_.opcodes[pick(opcode_cdf_)].opcode;
     const uint32_t requested = spec_.sizes[pick(size_cdf_)].frame_len;
     RoceFields roce;
     roce.opcode = op;
@@ -690,7 +735,7 @@ size_t Generator::next(std::span<uint8_t> out, FrameInfo& info) {
     const OpcodeLayout layout = layout_of(op);
     if (layout.reth) {
       uint32_t length = roce.payload_len;
-      if (op == Opcode::write_first) length *= kPacketsPerMessage;
+      if (op == Opcode::write_first) length *= messages ? message_len_ : kPacketsPerMessage;
       // A read asks for what one response of the requested size would carry.
       if (op == Opcode::read_request)
         length = payload_len_for(requested, qp.flow, Opcode::read_response_only);
@@ -705,6 +750,7 @@ size_t Generator::next(std::span<uint8_t> out, FrameInfo& info) {
     len = build_roce_frame(flow, roce, out);
     if (len == 0) return 0;
     ++qp.flow.ip_id;
+    if (messages) ++message_sent_;
     info.kind = FrameKind::roce;
     info.opcode = op;
     info.psn = roce.psn;

@@ -178,6 +178,13 @@ struct GenSpec {
   uint16_t pkey = 0xffff;
   uint32_t dest_qp_base = 0x100;  // DestQP of QP i is base + i
   uint64_t non_roce_every = 0;    // every K-th frame is non-RoCE (0 = never)
+  // Messages (realistic RDMA traffic): 0 = every frame picks a random QP. Otherwise a QP
+  // picked at random sends one whole message of message_min..message_max packets (uniform)
+  // back to back before the next QP is picked: a write/send/read-response opcode drawn from
+  // the mix becomes first, middle..., last (only for one packet); read requests, ACKs and
+  // CNPs are messages of one packet. Non-RoCE frames are interleaved without ending a message.
+  uint32_t message_min = 0;
+  uint32_t message_max = 0;
   uint64_t start_time_ns = 1704067200ull * 1000000000ull;  // 2024-01-01T00:00:00Z
   uint64_t interval_ns = 1000;
 };
@@ -246,6 +253,12 @@ class Generator {
   uint64_t rng_state_ = 0;
   uint64_t produced_ = 0;
   uint64_t non_roce_produced_ = 0;
+  // Message mode: the QP sending the current message, its opcode (as drawn from the mix),
+  // its length in packets and how many of them were sent.
+  size_t message_qp_ = 0;
+  Opcode message_opcode_ = Opcode::send_only;
+  uint32_t message_len_ = 0;
+  uint32_t message_sent_ = 0;
 };
 
 struct GeneratedFrame {

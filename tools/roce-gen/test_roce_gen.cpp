@@ -331,4 +331,72 @@ TEST(Generator, DeterministicPerSeedWithPerQpSequences) {
   EXPECT_EQ(sport.size(), 12u);
 }
 
+TEST(Generator, MessageModeSendsWholeMessagesBackToBack) {
+  rocegen::GenSpec spec;
+  spec.hosts = 4;
+  spec.qps_per_host = 16;
+  spec.count = 5000;
+  spec.seed = 7;
+  spec.opcodes = *rocegen::named_opcode_mix("writes");
+  spec.message_min = 16;
+  spec.message_max = 64;
+  std::string err;
+  auto frames = rocegen::generate_frames(spec, err);
+  ASSERT_TRUE(frames) << err;
+  // Split into runs of one QP: every run is one or more whole messages, each write-first,
+  // write-middle..., write-last (or write-only), of 16..64 packets, PSNs consecutive.
+  std::vector<std::vector<const rocegen::GeneratedFrame*>> messages;
+  for (const auto& f : *frames) {
+    ASSERT_EQ(f.info.kind, rocegen::FrameKind::roce);
+    const Opcode op = f.info.opcode;
+    if (op == Opcode::write_first || op == Opcode::write_only || messages.empty())
+      messages.emplace_back();
+    messages.back().push_back(&f);
+  }
+  std::set<uint32_t> qps;
+  for (size_t m = 0; m < messages.size(); ++m) {
+    const auto& msg = messages[m];
+    SCOPED_TRACE("message " + std::to_string(m));
+    const bool last_one = m + 1 == messages.size();  // may be cut by the frame count
+    if (!last_one) {
+      EXPECT_GE(msg.size(), 16u);
+      EXPECT_LE(msg.size(), 64u);
+    }
+    EXPECT_EQ(msg.front()->info.opcode, Opcode::write_first);
+    if (!last_one) {
+      EXPECT_EQ(msg.back()->info.opcode, Opcode::write_last);
+    }
+    for (size_t i = 0; i < msg.size(); ++i) {
+      EXPECT_EQ(msg[i]->info.dest_qp, msg.front()->info.dest_qp);
+      EXPECT_EQ(msg[i]->info.psn, (msg.front()->info.psn + i) & 0xffffff);
+      if (i != 0 && i + 1 != msg.size()) {
+        EXPECT_EQ(msg[i]->info.opcode, Opcode::write_middle);
+      }
+      net::PacketInfo info;
+      ASSERT_EQ(net::parse_frame(msg[i]->bytes, info), net::ParseStatus::ok);
+      EXPECT_EQ(info.bth.opcode, uint8_t(msg[i]->info.opcode));
+      EXPECT_EQ(msg[i]->bytes.size(), msg.front()->bytes.size());  // every frame 1024 B
+    }
+    qps.insert(msg.front()->info.dest_qp);
+  }
+  // ~125 messages over 64 QPs: interleaved, most QPs seen.
+  EXPECT_GT(messages.size(), 5000u / 64);
+  EXPECT_GT(qps.size(), 40u);
+
+  // Without messages the same spec draws a QP per frame (the default, unchanged).
+  spec.message_min = spec.message_max = 0;
+  auto plain = rocegen::generate_frames(spec, err);
+  ASSERT_TRUE(plain) << err;
+  size_t same_as_previous = 0;
+  for (size_t i = 1; i < plain->size(); ++i)
+    same_as_previous += (*plain)[i].info.dest_qp == (*plain)[i - 1].info.dest_qp;
+  EXPECT_LT(same_as_previous, plain->size() / 10);
+
+  spec.message_min = 65;
+  spec.message_max = 64;
+  EXPECT_EQ(rocegen::validate(spec).rfind("message-packets:", 0), 0u);
+  spec.message_min = 0;
+  EXPECT_EQ(rocegen::validate(spec).rfind("message-packets:", 0), 0u);
+}
+
 }  // namespace

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <new>
 
+#include "dataplane/datapath/flow_cache.hpp"
 #include "dataplane/datapath/mbuf_span.hpp"
 #include "dataplane/datapath/probe.hpp"
 #include "dataplane/worker_context.hpp"
@@ -132,13 +133,15 @@ inline void note_recent_path(WorkerContext& w, uint32_t pair_crc, uint32_t slot,
               uint32_t(now >> w.recent_epoch_shift));
 }
 
-// Encapsulates one classified RoCEv2 packet steered to `slot` (kNoSlot: a miss). Returns
-// the mbuf to send (the same one, or a header segment chained in front of it) or null when
-// the packet was dropped or counted as a miss that the caller passes (then `*passed` is set
-// and m is unchanged).
+// Encapsulates one classified RoCEv2 packet of flow class `fc` (steered to fc.slot; kNoSlot:
+// a miss). Returns the mbuf to send (the same one, or a header segment chained in front of
+// it) or null when the packet was dropped or counted as a miss that the caller passes (then
+// `*passed` is set and m is unchanged).
 inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf* m,
-                           const net::PacketInfo& info, uint32_t slot, uint64_t now, bool* passed) {
+                           const net::PacketInfo& info, const FlowClass& fc, uint64_t now,
+                           bool* passed) {
   WorkerCounters& c = w.counters;
+  const uint32_t slot = fc.slot;
   const policy::CompiledPolicy* p =
       likely(slot != policy::kNoSlot) ? w.runtime->policy(slot) : nullptr;
   if (unlikely(p == nullptr)) {
@@ -149,12 +152,8 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
     drop(c, m, DropReason::steering_miss);
     return nullptr;
   }
-  // One CRC pass over the inner address pair feeds the flow hash, the outer flow label and
-  // the recent-path key (net/hash.hpp: the same values as three passes).
-  const uint32_t pair_crc = net::crc32c_pair(info.src.bytes.data(), info.dst.bytes.data());
-  const uint32_t hash = policy::flow_hash_from_pair_crc(pair_crc, info.family, info.bth.dest_qp);
   const uint8_t idx =
-      policy::select_path(*p, slot, hash, info.bth.opcode, now, w.selector, info.l3_len);
+      policy::select_path(*p, slot, fc.flow_hash, info.bth.opcode, now, w.selector, info.l3_len);
   if (unlikely(idx == policy::kNoPath)) {
     drop(c, m, DropReason::no_usable_path);
     return nullptr;
@@ -212,8 +211,8 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   f.inner_len = info.l3_len;
   f.inner_proto = info.family == net::Family::ipv4 ? net::kProtoIpv4 : net::kProtoIpv6;
   f.traffic_class = uint8_t(info.dscp << 2 | info.ecn);
-  f.flow_label = net::outer_flow_label_from_pair_crc(pair_crc, info.udp_sport, info.bth.dest_qp);
-  note_recent_path(w, pair_crc, slot, idx, now);
+  f.flow_label = fc.flow_label;
+  note_recent_path(w, fc.pair_crc, slot, idx, now);
   f.tag = likely(!info.is_cnp) ? path.path_id : cnp_tag(w, info, t, path.path_id, now);
   srv6::write_encap(t, hdr + net::kEthHeaderLen, f);
 
@@ -292,6 +291,9 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
   const policy::View& view = *w.runtime->view();
   uint16_t n_out = 0;
   ++c.bursts;
+  LastFlow& last = w.last_flow;
+  last_flow_check(last, view.generation, now);
+  const bool reuse_flows = w.flow_cache;
   for (unsigned i = 0; i < kPrefetchAhead && i < n; ++i)
     rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
   // Learn the host RNIC's MAC from what it sends, once per burst (before the burst is
@@ -316,7 +318,6 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
     net::PacketInfo* info = std::launder(reinterpret_cast<net::PacketInfo*>(info_storage));
     net::ParseStatus status[kStageMax];
     const net::PacketInfo* roce[kStageMax];
-    uint32_t slots[kStageMax];
     unsigned n_roce = 0;
     uint64_t rx_bytes = 0;
 
@@ -347,8 +348,33 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
     c.rx_host_bytes += rx_bytes;
     c.parse_status[size_t(net::ParseStatus::ok)] += n_roce;
 
-    // Stage 2: steering, one bulk lookup per hash level for the whole chunk.
-    if (n_roce != 0) policy::steer_bulk(view.steering, roce, n_roce, slots);
+    // Stage 2: classification. A packet of the same flow as the RoCEv2 packet before it
+    // (datapath/flow_cache.hpp; the first one of the chunk is compared with the worker's last
+    // flow) shares its FlowClass; the first packet of each run is steered, one bulk lookup
+    // per hash level over those, and hashed. classes[0] is the carried last flow's.
+    FlowClass classes[kStageMax + 1];
+    uint8_t class_of[kStageMax];  // per RoCEv2 packet, index into classes
+    const net::PacketInfo* firsts[kStageMax];
+    uint32_t first_slots[kStageMax];
+    unsigned n_firsts = 0;
+    if (n_roce != 0) {
+      classes[0] = last.cls;
+      // The first packet against the carried key, every other one against the packet
+      // before it (read in place: no key is built per packet).
+      if (!(reuse_flows && last.valid && same_flow(flow_key(*roce[0]), last.key)))
+        firsts[n_firsts++] = roce[0];
+      class_of[0] = uint8_t(n_firsts);
+      for (unsigned j = 1; j < n_roce; ++j) {
+        if (!(reuse_flows && same_flow(*roce[j], *roce[j - 1]))) firsts[n_firsts++] = roce[j];
+        class_of[j] = uint8_t(n_firsts);
+      }
+      last.key = flow_key(*roce[n_roce - 1]);
+      if (n_firsts != 0) policy::steer_bulk(view.steering, firsts, n_firsts, first_slots);
+      for (unsigned f = 0; f < n_firsts; ++f)
+        classes[f + 1] = classify_flow(*firsts[f], first_slots[f]);
+      last.cls = classes[n_firsts];
+      last.valid = true;
+    }
 
     // Stage 3: select + encapsulate (or pass / drop), in arrival order.
     unsigned r = 0;
@@ -357,7 +383,7 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
       const net::ParseStatus st = status[i];
       if (likely(st == net::ParseStatus::ok)) {
         bool passed = false;
-        rte_mbuf* res = encap_one(w, view, m, info[i], slots[r++], now, &passed);
+        rte_mbuf* res = encap_one(w, view, m, info[i], classes[class_of[r++]], now, &passed);
         if (likely(res != nullptr)) {
           out[n_out++] = res;
         } else if (passed) {

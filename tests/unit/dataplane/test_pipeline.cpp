@@ -552,5 +552,152 @@ TEST_F(PipelineTest, BurstOfMixedTrafficKeepsOrderAndFreesDrops) {
   }
 }
 
+// ---- The last flow's classification (datapath/flow_cache.hpp) ----
+
+// Two policies (exact, DSCP, dst-any, prefix rules) and a steering miss, so that runs of one
+// flow and changes of flow move between slots.
+config::GatewayConfig flow_cache_config() {
+  auto cfg = gateway_config({"fc00:1::1", "fc00:2::1"});
+  config::SegmentList a = testing::segment_list("a", 21, 1, {"fc00:21::1"});
+  config::SegmentList b = testing::segment_list("b", 22, 1, {"fc00:22::1"});
+  cfg.policies.push_back(testing::policy("q", config::SelectionMode::flow, {a, b}));
+  cfg.steering.push_back(testing::exact_rule("10.0.1.1", 0x100, "q"));
+  cfg.steering.push_back(testing::exact_rule("10.0.1.1", 0x101, "q", uint8_t(26)));
+  cfg.steering.push_back(testing::dst_rule("fd00:1::2", "q"));
+  return cfg;
+}
+
+// Frames in runs of one flow (1..40 packets), flows differing in each field the cache keys
+// on, CNPs, VLAN tags, non-RoCE and malformed frames in between. Deterministic.
+std::vector<Bytes> flow_runs(size_t count) {
+  struct Flow {
+    const char* src;
+    const char* dst;
+    uint8_t dscp;
+    uint16_t sport;
+    uint32_t qp;
+  };
+  static const Flow kFlows[] = {
+      {"10.0.0.1", "10.0.1.1", 0, 49152, 0x100},    {"10.0.0.1", "10.0.1.1", 0, 49152, 0x101},
+      {"10.0.0.1", "10.0.1.1", 26, 49152, 0x101},   {"10.0.0.2", "10.0.1.1", 0, 49152, 0x100},
+      {"10.0.0.1", "10.0.1.1", 0, 49153, 0x100},    {"10.0.0.1", "10.0.1.2", 0, 49152, 0x100},
+      {"10.0.0.1", "192.168.0.1", 0, 49152, 0x100}, {"fd00::1", "fd00:1::2", 0, 49152, 0x100},
+      {"fd00::1", "fd00:1::3", 0, 49152, 0x100},    {"fd00::2", "fd00:1::2", 26, 50000, 0x7},
+  };
+  std::vector<Bytes> frames;
+  uint64_t rng = 12345;
+  auto next = [&rng](uint64_t bound) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (rng >> 33) % bound;
+  };
+  uint32_t psn = 0;
+  while (frames.size() < count) {
+    const Flow& f = kFlows[next(std::size(kFlows))];
+    const size_t run = 1 + next(40);
+    const bool vlan = next(4) == 0;
+    for (size_t i = 0; i < run && frames.size() < count; ++i) {
+      RoceSpec s;
+      s.src = f.src;
+      s.dst = f.dst;
+      s.dscp = f.dscp;
+      s.sport = f.sport;
+      s.dest_qp = f.qp;
+      s.psn = ++psn;
+      s.payload_tag = psn;
+      s.ecn = uint8_t(next(4));
+      s.opcode = next(16) == 0 ? 0x81 : 0x07;  // a CNP now and then
+      test::L2Spec l2;
+      if (vlan) l2.tags = {{0x8100, 100}};
+      Bytes frame = test::roce_frame(s, l2);
+      const uint64_t kind = next(32);
+      if (kind == 0) frame = test::ethernet({}, 0x0806, Bytes(28, 0));  // non-RoCE
+      if (kind == 1) frame.resize(14 + 20 + 8 + 4);                     // malformed
+      frames.push_back(std::move(frame));
+    }
+  }
+  return frames;
+}
+
+TEST_F(PipelineTest, CachedClassificationMatchesUncachedOnRunsOfFlows) {
+  const auto cfg = flow_cache_config();
+  create(cfg);
+  PortEnv env;
+  env.host_port_mac = kHostPortMac;
+  env.fabric_port_mac = kFabricPortMac;
+  env.fabric_multiseg_tx = true;
+  config::ConfigError err;
+  auto uncached_gw = Gateway::create(cfg, 1, env, g_hdr_pool, err);
+  ASSERT_NE(uncached_gw, nullptr) << err.message;
+  WorkerContext* uncached = uncached_gw->worker(0);
+  uncached->flow_cache = false;
+  ASSERT_TRUE(w_->flow_cache);
+
+  const std::vector<Bytes> frames = flow_runs(2000);
+  size_t at = 0, burst_index = 0;
+  while (at < frames.size()) {
+    // Bursts of varying sizes, so runs cross burst boundaries at many places.
+    const size_t n = std::min<size_t>(1 + (burst_index++ * 7) % kBurstSize, frames.size() - at);
+    std::vector<Bytes> outputs[2];
+    WorkerContext* workers[2] = {w_, uncached};
+    for (int k = 0; k < 2; ++k) {
+      rte_mbuf* in[kBurstSize];
+      rte_mbuf* out[kBurstSize];
+      for (size_t i = 0; i < n; ++i) in[i] = mbuf(frames[at + i]);
+      const uint16_t n_out = process_host_burst(*workers[k], in, uint16_t(n), out);
+      for (uint16_t i = 0; i < n_out; ++i) {
+        outputs[k].push_back(bytes(out[i]));
+        rte_pktmbuf_free(out[i]);
+      }
+    }
+    ASSERT_EQ(outputs[0], outputs[1]) << "burst at frame " << at;
+    at += n;
+  }
+  const WorkerCounters& a = counters(*w_);
+  const WorkerCounters& b = counters(*uncached);
+  EXPECT_GT(a.encap, 1000u);
+  EXPECT_GT(a.passed_host_to_fabric, 0u);  // the steering misses
+  EXPECT_EQ(a.encap, b.encap);
+  EXPECT_EQ(a.passed_host_to_fabric, b.passed_host_to_fabric);
+  EXPECT_EQ(a.cnp_seen, b.cnp_seen);
+  EXPECT_EQ(a.drops, b.drops);
+  EXPECT_EQ(a.parse_status, b.parse_status);
+  const uint32_t slots = gw_->runtime().slot_capacity();
+  for (size_t i = 0; i < size_t(slots) * policy::kMaxPaths; ++i) {
+    EXPECT_EQ(w_->path_counters[i].packets, uncached->path_counters[i].packets) << i;
+    EXPECT_EQ(w_->path_counters[i].bytes, uncached->path_counters[i].bytes) << i;
+  }
+}
+
+TEST_F(PipelineTest, CachedFlowFollowsTheNextPublishedSteering) {
+  auto cfg = flow_cache_config();
+  create(cfg);
+  RoceSpec s;
+  s.dst = "10.0.1.9";
+  s.dest_qp = 0x55;
+  const Bytes frame = test::roce_frame(s);
+  // The outer destination: the first SID of the path the flow was steered to.
+  auto first_sid = [&] {
+    rte_mbuf* in[1] = {mbuf(frame)};
+    rte_mbuf* out[1];
+    EXPECT_EQ(process_host_burst(*w_, in, 1, out), 1);
+    const Bytes b = bytes(out[0]);
+    rte_pktmbuf_free(out[0]);
+    return net::IpAddr::v6(net::Ipv6Addr{[&] {
+      std::array<uint8_t, 16> a{};
+      std::copy(b.begin() + 14 + 24, b.begin() + 14 + 40, a.begin());
+      return a;
+    }()});
+  };
+  EXPECT_EQ(first_sid(), testing::ip("fc00:1::1"));  // the prefix rule: policy p
+  EXPECT_TRUE(w_->last_flow.valid);
+  cfg.steering.push_back(testing::exact_rule("10.0.1.9", 0x55, "q"));
+  ASSERT_FALSE(gw_->apply(cfg).has_value());
+  const net::IpAddr now = first_sid();  // same flow, right after: policy q
+  EXPECT_TRUE(now == testing::ip("fc00:21::1") || now == testing::ip("fc00:22::1"));
+  cfg.steering.pop_back();
+  ASSERT_FALSE(gw_->apply(cfg).has_value());
+  EXPECT_EQ(first_sid(), testing::ip("fc00:1::1"));
+}
+
 }  // namespace
 }  // namespace srv6gw::dataplane

@@ -67,10 +67,11 @@ void EngineRunner::sync_policies() {
     spdlog::info(
         "engine: parameters now enabled={} interval-us={} alpha={} decrease={} min-factor={} "
         "decrease-gap-us={} exclude-threshold={} readmit-threshold={} readmit-factor={} "
-        "hold-down-us={} max-hold-down-us={} recovery-step={} recovery-period-us={} reflect={}",
+        "hold-down-us={} max-hold-down-us={} recovery-step={} recovery-period-us={} reflect={} "
+        "path-id-in-source={}",
         p.enabled, p.interval_us, p.alpha, p.decrease, p.min_factor, p.decrease_gap_us,
         p.exclude_threshold, p.readmit_threshold, p.readmit_factor, p.hold_down_us,
-        p.max_hold_down_us, p.recovery_step, p.recovery_period_us, p.reflect);
+        p.max_hold_down_us, p.recovery_step, p.recovery_period_us, p.reflect, p.path_id_in_source);
     engine_.set_params(p);
   }
   std::vector<engine::PolicySpec> specs;

@@ -156,6 +156,7 @@ void to_proto(const engine::Params& p, v1::EngineParams& o) {
   o.set_recovery_step(p.recovery_step);
   o.set_recovery_period_us(p.recovery_period_us);
   o.set_reflect(p.reflect);
+  o.set_path_id_in_source(p.path_id_in_source);
 }
 
 std::string merge_engine_params(const v1::EngineParams& in, engine::Params& p) {
@@ -185,6 +186,7 @@ std::string merge_engine_params(const v1::EngineParams& in, engine::Params& p) {
   dec(in.has_recovery_step(), in.recovery_step(), "recovery_step", p.recovery_step);
   if (in.has_recovery_period_us()) p.recovery_period_us = in.recovery_period_us();
   if (in.has_reflect()) p.reflect = in.reflect();
+  if (in.has_path_id_in_source()) p.path_id_in_source = in.path_id_in_source();
   return bad;
 }
 

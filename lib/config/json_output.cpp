@@ -195,6 +195,7 @@ void write_config(const GatewayConfig& cfg, JsonWriter& w) {
   w.string("recovery-step", dec(e.recovery_step));
   w.number("recovery-period-us", e.recovery_period_us);
   w.boolean("reflect", e.reflect);
+  w.boolean("path-id-in-source", e.path_id_in_source);
   w.close_object();
 
   const engine::ProbeParams& pr = cfg.probe;

@@ -229,6 +229,8 @@ void map_engine(const lyd_node* node, engine::Params& out) {
       out.recovery_period_us = as_uint<uint32_t>(c);
     } else if (name == "reflect") {
       out.reflect = as_bool(c);
+    } else if (name == "path-id-in-source") {
+      out.path_id_in_source = as_bool(c);
     } else {
       fail(c, "unexpected node");
     }

@@ -161,6 +161,16 @@ std::optional<ConfigError> validate_usid_list(const Policy& p, const SegmentList
   return std::nullopt;
 }
 
+// engine/path-id-in-source writes the path id into the low 16 bits of the outer source:
+// every source address must leave them zero (the gateway owns the /112 around it).
+std::optional<ConfigError> check_path_id_room(const GatewayConfig& cfg, const net::Ipv6Addr& source,
+                                              const std::string& path) {
+  if (!cfg.engine.path_id_in_source || srv6::source_has_path_id_room(source)) return std::nullopt;
+  return err(path, "source-address " + net::to_string(source) +
+                       " must end in 16 zero bits when engine/path-id-in-source is on (the "
+                       "path id goes there; docs/engine.md)");
+}
+
 std::optional<ConfigError> check_policy_impl(const GatewayConfig& cfg, const Policy& p) {
   const std::string pp = policy_path(p.name);
   if (auto why = bad_name(p.name)) return err(pp + "/name", "policy name " + *why);
@@ -171,6 +181,7 @@ std::optional<ConfigError> check_policy_impl(const GatewayConfig& cfg, const Pol
     if (auto why = bad_unicast(*p.source)) {
       return err(pp + "/source-address", "source-address " + *why);
     }
+    if (auto e = check_path_id_room(cfg, *p.source, pp + "/source-address")) return e;
   }
   // The probe SID's own checks; validate_probes() adds the one on the local SIDs.
   if (p.probe_sid) {
@@ -488,6 +499,8 @@ std::optional<ConfigError> validate(const GatewayConfig& cfg) {
   if (auto e = validate_capacities(cfg.capacities)) return e;
   if (auto e = engine::check(cfg.engine))
     return err(std::string(kRootPath) + "/engine/" + e->field, e->field + " " + e->message);
+  if (auto e = check_path_id_room(cfg, cfg.source, std::string(kRootPath) + "/source-address"))
+    return e;
   if (auto e = engine::check(cfg.probe))
     return err(std::string(kRootPath) + "/probe/" + e->field, e->field + " " + e->message);
   std::map<net::Ipv6Addr, Owner> policy_sids;

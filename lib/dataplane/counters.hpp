@@ -67,7 +67,7 @@ inline constexpr size_t kRxBurstHistogramBuckets = 33;
   /* Local SR engine feedback (dataplane/feedback.hpp). */                                  \
   X(feedback_events)  /* events put on the feedback ring */                                 \
   X(feedback_dropped) /* events lost because the ring was full (never waited for) */        \
-  X(cnp_reflected)    /* CNPs we encapsulated with a reflected path id in the Tag */        \
+  X(cnp_reflected)    /* CNPs we encapsulated with a reflected path id (Tag or source) */ \
   /* Path health probes (dataplane/probe.hpp). */                                           \
   X(probe_reflected) /* requests to our end-probe SID answered in place */                  \
   X(probe_replies)   /* replies to our end-probe SID handed to the prober */                \

@@ -30,8 +30,9 @@ enum class FeedbackKind : uint8_t {
 };
 
 // Flags of a FeedbackEvent.
-inline constexpr uint8_t kFeedbackHasTag = 0x01;  // the packet had an SRH: `tag` is valid
-inline constexpr uint8_t kFeedbackIpv6 = 0x02;    // inner addresses are IPv6 (else IPv4 in 0..3)
+inline constexpr uint8_t kFeedbackHasTag =
+    0x01;                                       // the packet carried a path id (SRH Tag or source)
+inline constexpr uint8_t kFeedbackIpv6 = 0x02;  // inner addresses are IPv6 (else IPv4 in 0..3)
 
 // One event, 48 bytes, copied into the ring by value (rte_ring elem API, esize 48).
 struct FeedbackEvent {

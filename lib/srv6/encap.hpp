@@ -84,12 +84,32 @@ struct EncapFields {
   uint8_t inner_proto = 4;    // 4 = IPv4, 41 = IPv6
   uint8_t traffic_class = 0;  // DSCP<<2 | ECN, copied from the inner header (RFC 6040)
   uint32_t flow_label = 0;    // 20 bits
-  uint16_t tag = 0;           // SRH Tag (path id plus flags); ignored without SRH
+  uint16_t tag = 0;           // SRH Tag (path id plus flags)
+  // Without an SRH: write `tag` into the low 16 bits of the outer source address instead
+  // (engine path-id-in-source, docs/engine.md). Ignored when the template has an SRH.
+  bool tag_in_source = false;
 };
+
+// Path id without an SRH (docs/engine.md, "Wire format: path id in the outer source"): the
+// same 16-bit value as the SRH Tag (bit 15 reflected, bits 0..14 path id) in the last two
+// bytes of the outer source address, which the gateway's source prefix (a /112 or shorter
+// locator) leaves free. Offsets from the start of the outer IPv6 header.
+inline constexpr unsigned kSourcePathIdOffset = 8 + net::kIpv6AddrLen - 2;  // bytes 22..23
+inline void write_source_path_id(uint8_t* ipv6, uint16_t tag) {
+  net::store_be16(ipv6 + kSourcePathIdOffset, tag);
+}
+inline uint16_t read_source_path_id(const uint8_t* ipv6) {
+  return net::load_be16(ipv6 + kSourcePathIdOffset);
+}
+// True when `source` leaves the low 16 bits to the path id (they are zero).
+inline bool source_has_path_id_room(const net::Ipv6Addr& source) {
+  return source.bytes[14] == 0 && source.bytes[15] == 0;
+}
 
 // Writes `t.size` bytes at `dst` (which must have room) and patches the per-packet fields.
 // Never touches the inner packet. The caller keeps t.size - 40 + inner_len <= 65535 (MTU).
 // Inline: per packet it is a few 32-byte moves and four stores.
+// The source store replaces the template's low 16 source bits (validation keeps them zero).
 inline void write_encap(const EncapTemplate& t, uint8_t* dst, const EncapFields& f) {
   const unsigned size = t.size;  // >= 40 for any built template
   // 32-byte blocks, the last one overlapping the previous so no byte past `size` (the inner
@@ -100,7 +120,10 @@ inline void write_encap(const EncapTemplate& t, uint8_t* dst, const EncapFields&
   net::store_be32(dst, 0x60000000u | uint32_t(f.traffic_class) << 20 | (f.flow_label & 0xFFFFF));
   net::store_be16(dst + 4, uint16_t(size - net::kIpv6HeaderLen + f.inner_len));
   dst[t.next_header_offset] = f.inner_proto;
-  if (t.has_srh) net::store_be16(dst + t.tag_offset, f.tag);
+  if (t.has_srh)
+    net::store_be16(dst + t.tag_offset, f.tag);
+  else if (f.tag_in_source)
+    write_source_path_id(dst, f.tag);
 }
 
 }  // namespace srv6gw::srv6

@@ -329,9 +329,12 @@ class Fabric(NamespacePlumbing):
         self.stop_gateways()
         eng = {"enabled": engine, "reflect": reflect}
         eng.update(engine_params or {})
+        # path-id-in-source writes the path id into the low 16 source bits (docs/engine.md):
+        # the source must end in 16 zero bits (fc00:a::/48 is routed to gA either way).
+        host_part = "" if eng.get("path-id-in-source") else "1"
         specs = {
-            "A": ("gA", "hA", "fc00:a::1", 0),
-            "B": ("gB", "hB", "fc00:b::1", 1),
+            "A": ("gA", "hA", f"fc00:a::{host_part}", 0),
+            "B": ("gB", "hB", f"fc00:b::{host_part}", 1),
         }
         for name, (role, host, source, main_lcore) in specs.items():
             leaf = "L1" if name == "A" else "L2"
@@ -393,8 +396,9 @@ class Fabric(NamespacePlumbing):
         """The controller step: policies, steering and local SIDs over gRPC (srv6gw-ctl
         apply), one atomic batch per gateway. gA's lists go over spines 1..n (path ids
         1..n); gB's return lists (CNPs) likewise with path ids 101... With `usid`, gA's
-        policy is NEXT-C-SID (one container in the destination address, no SRH, hence
-        no SRH Tag to carry a path id or a reflection). With `probe`, gA probes every list
+        policy is NEXT-C-SID (one container in the destination address, no SRH: the path
+        id rides in the outer source when the gateways run with engine path-id-in-source,
+        and gB reflects it in the Tag of its SRH return lists). With `probe`, gA probes every list
         of toB toward gB's end-probe SID, and both gateways get an end-probe SID."""
         spines = spines or list(range(1, self.spines + 1))
         if usid and not self.usid_ok:

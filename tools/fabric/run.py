@@ -96,7 +96,8 @@ def fmt_shares(s):
     return "{" + ", ".join(f"S{i}: {v:.3f}" for i, v in sorted(s.items())) + "}"
 
 
-def scenario_degraded(work, quick=False, variants=("hash", "engine", "balanced"), usid=False):
+def scenario_degraded(work, quick=False, variants=("hash", "engine", "balanced"), usid=False,
+                      source_path_id=False):
     """(a) Spine 2's uplink drops from `link` to `degraded` Mbit/s while hA sends a fixed
     load over three spines in flow mode. Variant 'hash': the engine is off (static per-flow
     hashing, what ECMP does); variant 'engine': the local SR engine with reflection; variant
@@ -105,7 +106,8 @@ def scenario_degraded(work, quick=False, variants=("hash", "engine", "balanced")
     healthy_s, degraded_s = (3, 5) if quick else (5, 10)
     out = {"params": {"spines": 3, "link_mbit": link, "degraded_mbit": degraded,
                       "load_mbit": load, "qps": qps, "frame": 1024, "healthy_s": healthy_s,
-                      "degraded_s": degraded_s, "usid": usid}, "variants": {}}
+                      "degraded_s": degraded_s, "usid": usid,
+                      "path_id_in_source": source_path_id}, "variants": {}}
     fab = fl.Fabric(work, spines=3, link_mbit=link)
     try:
         for variant in variants:
@@ -113,7 +115,9 @@ def scenario_degraded(work, quick=False, variants=("hash", "engine", "balanced")
             log(f"scenario a, {variant}: engine {'on (reflection)' if engine else 'off'}")
             fab.shape(DEGRADED_SPINE, link)
             fab.precompile(degraded)
-            fab.start_gateways(engine=engine, reflect=True, engine_params=ENGINE_PARAMS)
+            # Without an SRH the path id rides in the outer source (docs/engine.md).
+            params = dict(ENGINE_PARAMS, **{"path-id-in-source": source_path_id})
+            fab.start_gateways(engine=engine, reflect=True, engine_params=params)
             fab.push_policies(mode="balanced" if variant == "balanced" else "flow", usid=usid)
             ends0 = fab.spine_end_packets(usid)
             phases = [("healthy", healthy_s, None),
@@ -411,7 +415,13 @@ def main():
     ap.add_argument("--out", default=None, help="directory for JSON, .dat and PNG files")
     ap.add_argument("--plot", action="store_true")
     ap.add_argument("--usid", action="store_true",
-                    help="(a) with NEXT-C-SID paths: spines as uN, no SRH (no reflection)")
+                    help="(a) with NEXT-C-SID paths: spines as uN, no SRH; the path id and the "
+                         "reflection ride in the outer source (engine path-id-in-source)")
+    ap.add_argument("--no-source-path-id", action="store_true",
+                    help="with --usid: no path id in the source (no reflection, fallback "
+                         "blame by recent use; the numbers before issue 22)")
+    ap.add_argument("--variants", default="hash,engine,balanced",
+                    help="(a) the variants to run, comma separated")
     args = ap.parse_args()
     fl.require_tools()
     work = tempfile.mkdtemp(prefix="srv6gw-fabric-")
@@ -420,7 +430,9 @@ def main():
     results = {}
     if args.scenario in ("degraded", "all"):
         key = "degraded-usid" if args.usid else "degraded"
-        results[key] = scenario_degraded(work, args.quick, usid=args.usid)
+        results[key] = scenario_degraded(work, args.quick, variants=args.variants.split(","),
+                                         usid=args.usid,
+                                         source_path_id=args.usid and not args.no_source_path_id)
     if args.scenario in ("modes", "all"):
         results["modes"] = scenario_modes(work, args.quick)
     if args.scenario in ("cut", "all"):

@@ -108,6 +108,7 @@ class GatewayImpl final : public Gateway {
       w->probe_tx_drain = i == 0;
       w->probe_replies = probe_reply_ring_;
       w->probe_hop_limit.store(cfg.hop_limit, std::memory_order_relaxed);
+      w->path_id_in_source.store(cfg.engine.path_id_in_source, std::memory_order_relaxed);
       workers_.push_back(std::move(w));
     }
     layouts_.resize(runtime_->slot_capacity());
@@ -129,12 +130,15 @@ class GatewayImpl final : public Gateway {
     return publish(cfg, runtime_->apply_delta(cfg, delta));
   }
 
-  // What follows a Runtime apply: engine reflection flag and per-path stats layouts.
+  // What follows a Runtime apply: engine reflection flags and per-path stats layouts.
   std::optional<config::ConfigError> publish(const config::GatewayConfig& cfg,
                                              std::optional<config::ConfigError> e) {
     if (!e) {
       reflect_->enabled.store(cfg.engine.reflect, std::memory_order_relaxed);
-      for (auto& w : workers_) w->probe_hop_limit.store(cfg.hop_limit, std::memory_order_relaxed);
+      for (auto& w : workers_) {
+        w->probe_hop_limit.store(cfg.hop_limit, std::memory_order_relaxed);
+        w->path_id_in_source.store(cfg.engine.path_id_in_source, std::memory_order_relaxed);
+      }
       std::lock_guard lock(stats_mutex_);
       refresh_layouts();
     }

@@ -102,24 +102,49 @@ inline void write_eth(uint8_t* p, const uint8_t* dst, const uint8_t* src, uint16
   std::memcpy(e.inner_dst, inner.dst.bytes.data(), 16);
 }
 
+// The remote's path id (or a reflected one of ours) in a decapsulated packet: the SRH Tag,
+// else, with engine/path-id-in-source, the low 16 bits of the outer source (`outer`: the
+// outer IPv6 header). False when the packet carries none.
+inline bool decap_path_tag(const WorkerContext& w, const srv6::DecapResult& r, const uint8_t* outer,
+                           uint16_t& tag) {
+  if (r.had_srh) {
+    tag = r.srh_tag;
+    return true;
+  }
+  if (!w.path_id_in_source.load(std::memory_order_relaxed)) return false;
+  tag = srv6::read_source_path_id(outer);
+  return true;
+}
+
 // Decap of a CE-marked packet from the remote's path `tag`: remember it for the CNP our host
 // will send back to that source (path-id reflection) and tell the engine.
 [[gnu::noinline, gnu::cold]] void tap_ce(WorkerContext& w, const net::PacketInfo& inner,
-                                         const srv6::DecapResult& r, uint64_t tsc) {
-  if (r.had_srh && !(r.srh_tag & kTagReflected) && w.reflect)
-    w.reflect->record(pair_hash(inner.src, inner.dst), r.srh_tag, tsc);
-  push_feedback(w, FeedbackKind::ce_decap, inner, r.had_srh, r.srh_tag, tsc);
+                                         const srv6::DecapResult& r, const uint8_t* outer,
+                                         uint64_t tsc) {
+  uint16_t tag = 0;
+  const bool has_tag = decap_path_tag(w, r, outer, tag);
+  if (has_tag && !(tag & kTagReflected) && w.reflect)
+    w.reflect->record(pair_hash(inner.src, inner.dst), tag, tsc);
+  push_feedback(w, FeedbackKind::ce_decap, inner, has_tag, tag, tsc);
 }
 
-// Encap of a CNP our host sends: the Tag carries the remote's path that saw CE toward our
-// host when we have a fresh one for this pair, else our own path id.
+[[gnu::noinline, gnu::cold]] void tap_cnp_decap(WorkerContext& w, const net::PacketInfo& inner,
+                                                const srv6::DecapResult& r, const uint8_t* outer,
+                                                uint64_t tsc) {
+  uint16_t tag = 0;
+  const bool has_tag = decap_path_tag(w, r, outer, tag);
+  push_feedback(w, FeedbackKind::cnp_decap, inner, has_tag, tag, tsc);
+}
+
+// Encap of a CNP our host sends: the Tag (or, without an SRH, the source's path-id bits when
+// `carried`) carries the remote's path that saw CE toward our host when we have a fresh one
+// for this pair, else our own path id.
 [[gnu::noinline, gnu::cold]] uint16_t cnp_tag(WorkerContext& w, const net::PacketInfo& info,
-                                              const srv6::EncapTemplate& t, uint16_t own,
-                                              uint64_t tsc) {
+                                              bool carried, uint16_t own, uint64_t tsc) {
   const uint16_t reflected = w.reflect ? w.reflect->lookup(pair_hash(info.dst, info.src), tsc) : 0;
   const uint16_t tag = reflected ? reflected : own;
-  if (reflected && t.has_srh) ++w.counters.cnp_reflected;
-  push_feedback(w, FeedbackKind::cnp_encap, info, t.has_srh, tag, tsc);
+  if (reflected && carried) ++w.counters.cnp_reflected;
+  push_feedback(w, FeedbackKind::cnp_encap, info, carried, tag, tsc);
   return tag;
 }
 
@@ -213,7 +238,9 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   f.traffic_class = uint8_t(info.dscp << 2 | info.ecn);
   f.flow_label = fc.flow_label;
   note_recent_path(w, fc.pair_crc, slot, idx, now);
-  f.tag = likely(!info.is_cnp) ? path.path_id : cnp_tag(w, info, t, path.path_id, now);
+  f.tag_in_source = w.path_id_in_source.load(std::memory_order_relaxed);
+  f.tag = likely(!info.is_cnp) ? path.path_id
+                               : cnp_tag(w, info, t.has_srh || f.tag_in_source, path.path_id, now);
   srv6::write_encap(t, hdr + net::kEthHeaderLen, f);
 
   ++c.encap;
@@ -257,10 +284,10 @@ inline rte_mbuf* decap_one(WorkerContext& w, const policy::Settings& s, rte_mbuf
     net::PacketInfo inner;
     const std::span<const uint8_t> ip(d + l3_offset + r.inner_offset, r.inner_len);
     if (net::parse_ip(ip, r.inner_family, inner) == net::ParseStatus::ok) {
-      if (unlikely(ce)) tap_ce(w, inner, r, now);
+      if (unlikely(ce)) tap_ce(w, inner, r, d + l3_offset, now);
       if (unlikely(inner.is_cnp)) {
         ++c.cnp_seen;
-        push_feedback(w, FeedbackKind::cnp_decap, inner, r.had_srh, r.srh_tag, now);
+        tap_cnp_decap(w, inner, r, d + l3_offset, now);
       }
     }
   }

@@ -154,6 +154,16 @@ SegmentList list_of(const char* name, uint16_t path_id, unsigned n_sids) {
 
 const Case kCases[] = {
     // Ports and gateway-wide leaves.
+    // engine/path-id-in-source: the low 16 source bits carry the path id (issue 22).
+    {"path_id_in_source_gateway_source", [](auto& c) { c.engine.path_id_in_source = true; },
+     "/srv6gw:gateway/source-address", "must end in 16 zero bits"},
+    {"path_id_in_source_policy_source",
+     [](auto& c) {
+       c.source = v6("fc00:0:1::");
+       c.engine.path_id_in_source = true;
+       c.policies[1].source = v6("fc00:0:9::1");
+     },
+     kU1 + "/source-address", "must end in 16 zero bits"},
     {"host_empty", [](auto& c) { c.host_port.device.clear(); }, "/srv6gw:gateway/ports/host",
      "empty"},
     {"fabric_empty", [](auto& c) { c.fabric_port.device.clear(); }, "/srv6gw:gateway/ports/fabric",
@@ -427,6 +437,15 @@ const Case kCases[] = {
 
 INSTANTIATE_TEST_SUITE_P(Rules, ValidateRefuses, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Validate, AcceptsPathIdInSourceWithRoomInEverySource) {
+  GatewayConfig c = base();
+  c.engine.path_id_in_source = true;
+  c.source = v6("fc00:0:1::");
+  c.policies[1].source = v6("fc00:0:9::");
+  auto e = validate(c);
+  EXPECT_FALSE(e) << e->path << ": " << e->message;
+}
 
 TEST(Validate, AcceptsAProbedPolicy) {
   GatewayConfig c = base();

@@ -265,6 +265,171 @@ TEST_F(FeedbackLoop, ReflectedCnpMovesShareOffExactlyTheCongestedPath) {
       double(t1 - t0) * 1e6 / double(rte_get_tsc_hz()), 0.5, double(db) / double(da + db));
 }
 
+// ---- Without an SRH: the path id in the outer source (engine/path-id-in-source) ----
+
+// A: uSID paths (no SRH: two micro-SIDs fit the destination) a = path 1 via spine 1, b =
+// path 2 via spine 2, toward B's End.DX4 micro-SID 0xbd4; `a_srh`: H.Encaps with an SRH.
+// B answers over one list: no SRH (Encaps.Red, one SID) or, with `b_srh`, an SRH.
+config::GatewayConfig usid_config_a(bool a_srh) {
+  config::GatewayConfig c = config_a(config::SelectionMode::packet);
+  c.source = testing::v6("fc00:a::");
+  c.engine.path_id_in_source = true;
+  config::Policy& p = c.policies[0];
+  if (!a_srh) {
+    p.encap = srv6::EncapMode::usid;
+    p.segment_lists[0].sids = {testing::v6("fc00:0:1::"), testing::v6("fc00:0:bd4::")};
+    p.segment_lists[1].sids = {testing::v6("fc00:0:2::"), testing::v6("fc00:0:bd4::")};
+  } else {
+    p.segment_lists[0].sids = {testing::v6("fc00:1::1"), testing::v6("fc00:0:bd4::")};
+    p.segment_lists[1].sids = {testing::v6("fc00:2::1"), testing::v6("fc00:0:bd4::")};
+  }
+  c.local_sids = {{testing::v6("fc00:0:ad4::"), srv6::LocalSidBehavior::end_dx4}};
+  return c;
+}
+
+config::GatewayConfig usid_config_b(bool b_srh) {
+  config::GatewayConfig c = config_b();
+  c.source = testing::v6("fc00:b::");
+  c.engine.path_id_in_source = true;
+  config::Policy& p = c.policies[0];
+  if (b_srh) {
+    p.segment_lists[0].sids = {testing::v6("fc00:3::1"), testing::v6("fc00:0:ad4::")};
+  } else {
+    p.encap = srv6::EncapMode::encaps_red;
+    p.segment_lists[0].sids = {testing::v6("fc00:0:ad4::")};
+  }
+  c.local_sids = {{testing::v6("fc00:0:bd4::"), srv6::LocalSidBehavior::end_dx4}};
+  return c;
+}
+
+uint16_t source_path_id(const Bytes& f) {
+  return srv6::read_source_path_id(f.data() + 14);
+}
+
+// The fabric for either kind of packet: with an SRH, End on the transit SIDs; without,
+// NEXT-C-SID on the transit micro-SIDs (the 16 bits after the 32-bit block shift out until
+// a gateway's micro-SID, 0x?d4, leads). CE on the packets whose path id (Tag, else source
+// bits) is in `congested`. The source is never touched, as a transit node leaves it.
+Bytes any_fabric(Bytes f, std::initializer_list<uint16_t> congested = {}) {
+  uint8_t* ip6 = f.data() + 14;
+  if (ip6[6] == 43) return fabric(std::move(f), congested);
+  for (int hop = 0; hop < 6 && ip6[24 + 5] != 0xd4; ++hop) {
+    std::memmove(ip6 + 24 + 4, ip6 + 24 + 6, 10);
+    ip6[24 + 14] = ip6[24 + 15] = 0;
+  }
+  for (uint16_t t : congested)
+    if (source_path_id(f) == t) ip6[1] |= 0x30;
+  return f;
+}
+
+// A sprays over a and b, the fabric marks CE on b (path 2); B's CNP must come back to A
+// naming A's path 2 (reflected), whichever side has an SRH; A's engine blames b only.
+void expect_reflected_without_srh(bool a_srh, bool b_srh) {
+  SCOPED_TRACE(std::string("A ") + (a_srh ? "SRH" : "uSID") + ", B " + (b_srh ? "SRH" : "no SRH"));
+  const config::GatewayConfig ca = usid_config_a(a_srh);
+  auto a = make(ca);
+  auto b = make(usid_config_b(b_srh));
+  ASSERT_TRUE(a && b);
+  EngineLoop loop(*a, ca);
+
+  std::vector<Bytes> to_b;
+  std::map<uint16_t, unsigned> sources;
+  for (Bytes& f : run(*a, data_frames(64), true)) {
+    EXPECT_EQ(f[14 + 6] == 43, a_srh);
+    if (!a_srh) ++sources[source_path_id(f)];
+    to_b.push_back(any_fabric(f, {2}));
+  }
+  if (!a_srh) {
+    EXPECT_EQ(sources, (std::map<uint16_t, unsigned>{{1, 32}, {2, 32}}));
+  }
+  EXPECT_EQ(run(*b, to_b, false).size(), 64u);
+  const dataplane::WorkerCounters& cb = b->worker_counters(0);
+  EXPECT_EQ(cb.outer_ce_seen, 32u);
+  FeedbackEvent ev[64];
+  ASSERT_EQ(b->drain_feedback(ev, 64), 32u);
+  EXPECT_EQ(ev[0].kind, FeedbackKind::ce_decap);
+  EXPECT_EQ(ev[0].tag, 2);  // B attributes the CE to A's path 2
+
+  const std::vector<Bytes> cnp = run(*b, {cnp_from_b()}, true);
+  ASSERT_EQ(cnp.size(), 1u);
+  EXPECT_EQ(cnp[0][14 + 6] == 43, b_srh);
+  const uint16_t carried = b_srh ? srh_tag(cnp[0]) : source_path_id(cnp[0]);
+  EXPECT_EQ(carried, dataplane::kTagReflected | 2);
+  EXPECT_EQ(cb.cnp_reflected, 1u);
+
+  EXPECT_EQ(run(*a, {any_fabric(cnp[0])}, false).size(), 1u);
+  EXPECT_EQ(loop.drain_and_decide(), 1u);
+  ASSERT_EQ(loop.decisions.size(), 1u);
+  EXPECT_EQ(loop.decisions[0].segment_list, "b");
+  EXPECT_EQ(loop.attr.counters().cnp_reflected, 1u);
+  EXPECT_EQ(loop.attr.counters().cnp_fallback, 0u);
+  EXPECT_EQ(loop.eng.factors("toB"), (std::vector<double>{1.0, 0.5}));
+}
+
+TEST_F(FeedbackLoop, UsidBothWaysReflectsInTheSource) {
+  expect_reflected_without_srh(false, false);
+}
+TEST_F(FeedbackLoop, UsidThereSrhBack) {
+  expect_reflected_without_srh(false, true);
+}
+TEST_F(FeedbackLoop, SrhThereNoSrhBack) {
+  expect_reflected_without_srh(true, false);
+}
+
+// Off (the default): the source stays the configured one and a CE without an SRH is not
+// attributed to any path of the remote (no reflection; A falls back to blame by use).
+TEST_F(FeedbackLoop, PathIdInSourceOffLeavesTheSourceAlone) {
+  config::GatewayConfig ca = usid_config_a(false);
+  config::GatewayConfig cb_cfg = usid_config_b(false);
+  ca.engine.path_id_in_source = cb_cfg.engine.path_id_in_source = false;
+  auto a = make(ca);
+  auto b = make(cb_cfg);
+  ASSERT_TRUE(a && b);
+  std::vector<Bytes> to_b;
+  for (Bytes& f : run(*a, data_frames(8), true)) {
+    EXPECT_EQ(source_path_id(f), 0);
+    to_b.push_back(any_fabric(f, {0}));  // every packet CE
+  }
+  EXPECT_EQ(run(*b, to_b, false).size(), 8u);
+  const std::vector<Bytes> cnp = run(*b, {cnp_from_b()}, true);
+  ASSERT_EQ(cnp.size(), 1u);
+  EXPECT_EQ(source_path_id(cnp[0]), 0);
+  EXPECT_EQ(b->worker_counters(0).cnp_reflected, 0u);
+  FeedbackEvent ev[64];
+  ASSERT_EQ(b->drain_feedback(ev, 64), 9u);
+  EXPECT_EQ(ev[0].flags & dataplane::kFeedbackHasTag, 0);
+}
+
+// Distinct flows keep distinct flow labels with the path id in the source: the label is the
+// full 20-bit hash (the source adds the path id on top, it takes nothing from the label).
+TEST_F(FeedbackLoop, PathIdInSourceKeepsFlowLabelEntropy) {
+  config::GatewayConfig on = usid_config_a(false), off = usid_config_a(false);
+  off.engine.path_id_in_source = false;
+  auto a_on = make(on);
+  auto a_off = make(off);
+  ASSERT_TRUE(a_on && a_off);
+  std::vector<Bytes> frames;
+  for (uint32_t qp = 0; qp < 1024; ++qp) {
+    RoceSpec s;
+    s.src = kHostA;
+    s.dst = kHostB;
+    s.dest_qp = 0x1000 + qp;
+    s.sport = uint16_t(49152 + qp);
+    frames.push_back(test::roce_frame(s));
+  }
+  const std::vector<Bytes> with = run(*a_on, frames, true), without = run(*a_off, frames, true);
+  ASSERT_EQ(with.size(), frames.size());
+  ASSERT_EQ(without.size(), frames.size());
+  std::map<uint32_t, unsigned> labels;
+  for (size_t i = 0; i < with.size(); ++i) {
+    const uint32_t label = net::load_be32(with[i].data() + 14) & 0xFFFFF;
+    EXPECT_EQ(label, net::load_be32(without[i].data() + 14) & 0xFFFFF);
+    ++labels[label];
+  }
+  // 1024 flows in 2^20 labels: a handful of birthday collisions at most.
+  EXPECT_GE(labels.size(), 1014u);
+}
+
 TEST_F(FeedbackLoop, WithoutReflectionTheFlowsListIsBlamed) {
   const config::GatewayConfig ca = config_a(config::SelectionMode::flow);
   auto a = make(ca);

@@ -361,5 +361,71 @@ TEST(WriteEncap, RoundTripThroughDecap) {
   }
 }
 
+// engine/path-id-in-source: without an SRH every 16-bit Tag value (each path id 0..32767,
+// plain and reflected) goes into the low 16 bits of the outer source and reads back the same
+// after decapsulation; nothing else changes (the flow label keeps its 20 bits of entropy).
+// With an SRH the Tag carries it and the source stays the template's.
+TEST(WriteEncap, PathIdInSourceRoundTripsEveryValue) {
+  const Bytes inner = test::ipv4({}, test::udp_roce(49152, 4791, {}, 64));
+  const Ipv6Addr source = addr("fd00:0:0:7::");  // ends in 16 zero bits (the /112 is ours)
+  const Ipv6Addr usid_path = addr("fc00:0:100:200:300::");  // the destination either way
+  const std::vector<Ipv6Addr> micro_sids = {addr("fc00:0:100::"), addr("fc00:0:200::"),
+                                            addr("fc00:0:300::")};
+  for (EncapMode mode : {EncapMode::usid, EncapMode::encaps_red}) {
+    TemplateSpec spec;
+    spec.source = source;
+    if (mode == EncapMode::usid)
+      spec.sids = micro_sids;
+    else
+      spec.sids = std::span<const Ipv6Addr>(&usid_path, 1);
+    spec.mode = mode;
+    spec.usid = {32, 16};
+    EncapTemplate t;
+    ASSERT_EQ(build_template(spec, t), BuildStatus::ok);
+    ASSERT_FALSE(t.has_srh);
+    Bytes pkt(t.size + inner.size());
+    std::memcpy(pkt.data() + t.size, inner.data(), inner.size());
+    for (uint32_t v = 0; v <= 0xFFFF; ++v) {
+      EncapFields f;
+      f.inner_len = uint16_t(inner.size());
+      f.inner_proto = 4;
+      f.flow_label = 0xABCDE;
+      f.tag = uint16_t(v);
+      f.tag_in_source = true;
+      write_encap(t, pkt.data(), f);
+      DecapResult r;
+      ASSERT_EQ(decap(pkt, LocalSidBehavior::end_dx4, r), DecapStatus::ok) << v;
+      ASSERT_FALSE(r.had_srh);
+      ASSERT_EQ(read_source_path_id(pkt.data()), v);
+      // The locator part of the source, the destination and the flow label are untouched.
+      ASSERT_TRUE(std::equal(source.bytes.begin(), source.bytes.end() - 2, pkt.begin() + 8));
+      ASSERT_TRUE(std::equal(usid_path.bytes.begin(), usid_path.bytes.end(), pkt.begin() + 24));
+      ASSERT_EQ(net::load_be32(pkt.data()) & 0xFFFFF, 0xABCDEu);
+    }
+  }
+  // With an SRH the flag changes nothing: the Tag carries the id, the source stays ours.
+  EncapTemplate t;
+  ASSERT_EQ(build(full_sids(2), EncapMode::encaps, t, {}, 0), BuildStatus::ok);
+  Bytes pkt(t.size, 0);
+  EncapFields f;
+  f.tag = 0x8005;
+  f.tag_in_source = true;
+  write_encap(t, pkt.data(), f);
+  EXPECT_EQ(read_source_path_id(pkt.data()), read_source_path_id(t.bytes));
+  EXPECT_EQ(net::load_be16(pkt.data() + t.tag_offset), 0x8005);
+  // Without the flag the source is the template's.
+  ASSERT_EQ(build(full_sids(1), EncapMode::encaps_red, t, {}, 0), BuildStatus::ok);
+  f.tag_in_source = false;
+  write_encap(t, pkt.data(), f);
+  EXPECT_TRUE(std::equal(kSource.bytes.begin(), kSource.bytes.end(), pkt.begin() + 8));
+}
+
+TEST(WriteEncap, SourceRoomForPathId) {
+  EXPECT_TRUE(source_has_path_id_room(addr("fd00::")));
+  EXPECT_TRUE(source_has_path_id_room(addr("fd00:1:2:3:4:5:6:0")));
+  EXPECT_FALSE(source_has_path_id_room(addr("fd00::1")));
+  EXPECT_FALSE(source_has_path_id_room(addr("fd00::100")));
+}
+
 }  // namespace
 }  // namespace srv6gw::srv6

@@ -63,6 +63,9 @@ void describe(CLI::App& app, Options& o, agent::AgentOptions& agent) {
   app.add_flag("--assume-multiseg-tx", o.assume_multiseg_tx,
                "chain encap headers on a fabric PMD that handles chains without "
                "advertising multi-segment TX (net_null; benchmarks)");
+  app.add_flag("--link-propagation", o.link_propagation,
+               "set the host port down while the fabric port's link is down (bump in the "
+               "wire: the host fails over)");
   agent::add_agent_options(app, agent);
 }
 

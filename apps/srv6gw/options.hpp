@@ -26,6 +26,9 @@ struct Options {
   // does not advertise RTE_ETH_TX_OFFLOAD_MULTI_SEGS (net_null frees chains whole: benchmarks
   // of 6+ full SIDs). Wrong on a PMD that really cannot send chains.
   bool assume_multiseg_tx = false;
+  // --link-propagation: the fabric port's link down sets the host port's link down, and up
+  // again when it returns (bump in the wire; docs/lossless.md).
+  bool link_propagation = false;
   bool help = false;
 };
 

@@ -125,26 +125,36 @@ def run(tmp, name, cfg, producer, sink):
     sink_report = os.path.join(tmp, f"{name}-sink.json")
     sink_cmd = [SINK] + eal(gwlib.unique_prefix(f"ll_sink_{name}"),
                             [f"net_memif1,role=client,id=1,socket={sock_f},socket-abstract=no"], "0") + \
-        ["--", "--port", "net_memif1", "--report-json", sink_report] + sink
+        ["--", "--port", "net_memif1", "--report-json", sink_report, "--linger-s", "60"] + sink
     print("+ " + " ".join(sink_cmd), flush=True)
     sk = subprocess.Popen(sink_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     gwlib._procs.append(sk)
     gen_report = os.path.join(tmp, f"{name}-gen.json")
     gen_cmd = [ROCE_GEN] + eal(gwlib.unique_prefix(f"ll_gen_{name}"),
                                [f"net_memif0,role=client,id=0,socket={sock_h},socket-abstract=no"], "1") + \
-        ["--", "--tx-port", "net_memif0", "--report-json", gen_report] + GEN_ARGS + producer
+        ["--", "--tx-port", "net_memif0", "--report-json", gen_report, "--linger", "60"] + \
+        GEN_ARGS + producer
     print("+ " + " ".join(gen_cmd), flush=True)
     time.sleep(0.5)  # the sink connects first: frames sent before its link is up would be lost
     gen = subprocess.Popen(gen_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     gwlib._procs.append(gen)
-    print(wait_out(gen, "roce-gen", 120).strip(), flush=True)
-    print(wait_out(sk, "lossless-sink", 120).strip(), flush=True)
-    # Stopped only once the consumer is done: what the gateway still holds (its backlog, the
-    # fabric ring) would be lost with it otherwise.
+    # The consumer writes its report when done and keeps its port open (--linger-s): the
+    # gateway is stopped first (what it holds would be lost with it otherwise), then the
+    # clients, which own the memif rings' memory, go away.
+    gwlib.check(gwlib.wait_for_file(sink_report, 150), "lossless-sink did not finish")
+    time.sleep(0.2)
     gw.send_signal(2)
     wait_out(gw, "srv6gw", 60)
+    sk.send_signal(2)
+    gen.send_signal(2)
+    print(wait_out(sk, "lossless-sink", 60).strip(), flush=True)
+    print(wait_out(gen, "roce-gen", 120).strip(), flush=True)
     with open(stats) as f, open(gen_report) as g, open(sink_report) as s:
-        return json.load(f), json.load(g), json.load(s)
+        st = json.load(f)
+        t = st["total"]
+        print(f"{name}: gateway rx_host {t['rx_host']} tx_fabric {t['tx_fabric']} rx_fabric "
+              f"{t['rx_fabric']} tx_host {t['tx_host']}; ports {st['ports']}", flush=True)
+        return st, json.load(g), json.load(s)
 
 
 def main():
@@ -243,7 +253,7 @@ def pause_storm(tmp):
     """3. The consumer stops for 1 s: the watchdog drops after the bound, traffic resumes with
     the consumer, fabric -> host keeps flowing throughout."""
     st, gen, sink = run(tmp, "storm", config(tmp, True, storm_ms=200),
-                        ["--duration", "3", "--rate-pps", "8000"],
+                        ["--duration", "3", "--rate-pps", "8000", "--mbufs", "16383"],
                         ["--pause-after", "5000", "--pause-ms", "1000", "--idle-ms", "1500",
                          "--tx-pcap", gwlib.DEMO_FABRIC_PCAP, "--tx-rate-pps", "1000"])
     t = st["total"]
@@ -256,7 +266,9 @@ def pause_storm(tmp):
           f"{t['paused_fabric_tsc']}", flush=True)
     gwlib.check(t["pause_storms"] >= 1 and t["drops"]["pause_storm"] > 0,
                 "storm: the watchdog did not fire")
-    gwlib.check(sent - got == t["drops"]["pause_storm"] and t["drops"]["tx_full"] == 0,
+    # Drops are counted by reason, not by direction: the host -> fabric losses are at most the
+    # watchdog's (the host side may have had its own when the producer stopped reading).
+    gwlib.check(0 < sent - got <= t["drops"]["pause_storm"] and t["drops"]["tx_full"] == 0,
                 "storm: frames lost other than by the watchdog")
     gwlib.check(got > 5000 + 1000, "storm: traffic did not resume with the consumer")
     gwlib.check(sink["tx_sent"] > 0 and t["rx_fabric"] == sink["tx_sent"] and

@@ -8,7 +8,7 @@
 //
 //   lossless-sink EAL... -- --port net_memif1 --rate-pps 300000 --pcap out.pcap
 //       --idle-ms 2000 --timeout-s 60 [--pause-after N --pause-ms 1000]
-//       [--tx-pcap frames.pcap --tx-rate-pps 20000] [--report-json r.json]
+//       [--tx-pcap frames.pcap --tx-rate-pps 20000] [--report-json r.json] [--linger-s S]
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -39,13 +39,16 @@ struct Options {
   std::string tx_pcap;
   double tx_rate_pps = 10000;
   std::string report_json;
+  // Seconds to keep the port open after the report (until SIGINT/SIGTERM): the gateway, a
+  // memif server, is stopped before its client goes away.
+  double linger_s = 0;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "lossless-sink: %s\nusage: lossless-sink EAL... -- --port NAME [--rate-pps N] "
                "[--pcap FILE] [--idle-ms MS] [--timeout-s S] [--pause-after N --pause-ms MS] "
-               "[--tx-pcap FILE --tx-rate-pps N] [--report-json FILE]\n",
+               "[--tx-pcap FILE --tx-rate-pps N] [--report-json FILE] [--linger-s S]\n",
                why);
   std::exit(2);
 }
@@ -78,6 +81,8 @@ Options parse(int argc, char** argv) {
       o.tx_rate_pps = std::stod(value());
     else if (a == "--report-json")
       o.report_json = value();
+    else if (a == "--linger-s")
+      o.linger_s = std::stod(value());
     else
       usage(("unknown option " + a).c_str());
   }
@@ -240,6 +245,9 @@ int main(int argc, char** argv) {
       std::fclose(f);
     }
   }
+  for (const uint64_t until = rte_get_timer_cycles() + uint64_t(o.linger_s * double(hz));
+       !g_stop && rte_get_timer_cycles() < until;)
+    rte_delay_us_sleep(10000);
   rte_eth_dev_stop(port);
   rte_eth_dev_close(port);
   rte_eal_cleanup();

@@ -26,6 +26,7 @@
 #include "config/loader.hpp"
 #include "engine_runner.hpp"
 #include "metrics.hpp"
+#include "link_watch.hpp"
 #include "options.hpp"
 #include "ports.hpp"
 #include "service.hpp"
@@ -124,6 +125,8 @@ bool bring_up(App& app) {
     spdlog::error("{}", error);
     return false;
   }
+  configure_pause(app.host, app.config.host_port.lossless.enabled);
+  configure_pause(app.fabric, app.config.fabric_port.lossless.enabled);
   if (!app.fabric.multiseg_tx && app.options.assume_multiseg_tx) {
     spdlog::warn(
         "fabric port {}: multi-segment TX assumed (--assume-multiseg-tx) although the "
@@ -157,6 +160,15 @@ bool bring_up(App& app) {
   return true;
 }
 
+LosslessParams lossless_params(const config::LosslessConfig& c) {
+  LosslessParams p;
+  p.enabled = c.enabled;
+  p.capacity = c.backlog_frames;
+  p.ecn_threshold = c.ecn_threshold_frames;
+  p.storm_tsc = rte_get_tsc_hz() / 1000 * c.storm_bound_ms;
+  return p;
+}
+
 void launch_workers(App& app) {
   const uint64_t drain_tsc = uint64_t(double(rte_get_tsc_hz()) * kDrainSeconds);
   app.worker_args.resize(app.worker_lcores.size());
@@ -168,10 +180,20 @@ void launch_workers(App& app) {
     a.fabric_port = app.fabric.port_id;
     a.queue = uint16_t(i);
     a.drain_tsc = drain_tsc;
+    a.to_fabric = lossless_params(app.config.fabric_port.lossless);
+    a.to_host = lossless_params(app.config.host_port.lossless);
     rte_eal_remote_launch(worker_main, &a, app.worker_lcores[i]);
     spdlog::info("worker {} on lcore {} serves queue {} of {} and {}", i, app.worker_lcores[i], i,
                  app.host.name, app.fabric.name);
   }
+  const config::LosslessConfig& ll = app.config.fabric_port.lossless;
+  if (ll.enabled)
+    spdlog::info(
+        "lossless: on, backlog {} frames per direction and worker, ECN threshold {}, "
+        "pause-storm bound {} ms",
+        ll.backlog_frames, ll.ecn_threshold_frames, ll.storm_bound_ms);
+  else
+    spdlog::info("lossless: off (frames the TX queue refuses are dropped as tx_full)");
 }
 
 // The main lcore's loop until a stop condition. Never touches packets.
@@ -193,6 +215,7 @@ void control_loop(App& app, ServiceNotifier& service) {
     app.prober = std::make_unique<ProbeRunner>(
         *app.gateway, *app.engine, app.pools.packets_for(app.fabric.socket), app.fabric.mac);
   }
+  LinkWatch link_watch(app, app.options.link_propagation);
   while (!g_stop.load(std::memory_order_relaxed)) {
     // The local SR engine wants the ring drained about every interval (100 us by default);
     // everything else here is coarse.
@@ -209,6 +232,7 @@ void control_loop(App& app, ServiceNotifier& service) {
       app.engine->poll(now_ns);
       app.prober->poll(now_ns);
     }
+    link_watch.poll();
     if (now >= next_reclaim) {
       std::lock_guard lock(app.control_mutex);
       app.gateway->reclaim();

@@ -71,6 +71,9 @@ void describe(CLI::App& app, Options& o, agent::AgentOptions& agent) {
       ->type_name("[HOST:]PORT")
       ->check(not_empty);
   app.add_flag("--version", o.version, "print the version and exit");
+  app.add_flag("--link-propagation", o.link_propagation,
+               "set the host port down while the fabric port's link is down (bump in the "
+               "wire: the host fails over)");
   agent::add_agent_options(app, agent);
 }
 

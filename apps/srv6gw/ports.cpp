@@ -273,6 +273,31 @@ bool configure_and_start(PortSetup& port, uint16_t queues, rte_mempool* pool, bo
   return true;
 }
 
+void configure_pause(const PortSetup& port, bool lossless) {
+  const std::string who = port.role + " port " + port.name;
+  if (!lossless) {
+    spdlog::info("{}: lossless off, link flow control left as the device has it", who);
+    return;
+  }
+  // 802.3x in both directions: the port sends pause frames when its RX buffer fills (the
+  // worker stopped polling it) and honours those of its peer. Priority flow control needs
+  // the priorities of the fabric, which DPDK cannot learn: it is set on the NIC
+  // (docs/lossless.md); a PMD without link flow control (vdevs) says so here.
+  rte_eth_fc_conf fc{};
+  int rc = rte_eth_dev_flow_ctrl_get(port.port_id, &fc);
+  if (rc == 0) {
+    fc.mode = RTE_ETH_FC_FULL;
+    rc = rte_eth_dev_flow_ctrl_set(port.port_id, &fc);
+  }
+  if (rc == 0)
+    spdlog::info("{}: 802.3x flow control on (pause frames sent and honoured)", who);
+  else
+    spdlog::warn(
+        "{}: the PMD cannot set link flow control ({}): pause frames depend on the device's "
+        "own settings (PFC/pause are then configured outside DPDK, docs/lossless.md)",
+        who, errstr(rc));
+}
+
 void stop_and_close(PortSetup& port) {
   if (port.started) {
     if (int rc = rte_eth_dev_stop(port.port_id); rc != 0)

@@ -149,6 +149,12 @@ void write_config(const GatewayConfig& cfg, JsonWriter& w) {
   if (cfg.fabric_nexthop_mac)
     w.string("fabric-nexthop-mac", net::to_string(*cfg.fabric_nexthop_mac));
   if (cfg.host_mac) w.string("host-mac", net::to_string(*cfg.host_mac));
+  w.open_object("lossless");
+  w.boolean("enabled", cfg.host_port.lossless.enabled);
+  w.number("backlog-frames", cfg.host_port.lossless.backlog_frames);
+  w.number("ecn-threshold-frames", cfg.host_port.lossless.ecn_threshold_frames);
+  w.number("storm-bound-ms", cfg.host_port.lossless.storm_bound_ms);
+  w.close_object();
   w.close_object();
 
   w.string("source-address", net::to_string(cfg.source));

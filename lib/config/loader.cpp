@@ -154,6 +154,22 @@ MissAction as_miss_action(const lyd_node* n) {
   return *a;
 }
 
+void map_lossless(const lyd_node* node, LosslessConfig& out) {
+  for_children(node, [&](const lyd_node* c, std::string_view name) {
+    if (name == "enabled") {
+      out.enabled = as_bool(c);
+    } else if (name == "backlog-frames") {
+      out.backlog_frames = as_uint<uint16_t>(c);
+    } else if (name == "ecn-threshold-frames") {
+      out.ecn_threshold_frames = as_uint<uint16_t>(c);
+    } else if (name == "storm-bound-ms") {
+      out.storm_bound_ms = as_uint<uint32_t>(c);
+    } else {
+      fail(c, "unexpected node");
+    }
+  });
+}
+
 void map_ports(const lyd_node* ports, GatewayConfig& cfg) {
   for_children(ports, [&](const lyd_node* c, std::string_view name) {
     if (name == "host") {
@@ -170,6 +186,9 @@ void map_ports(const lyd_node* ports, GatewayConfig& cfg) {
       cfg.fabric_nexthop_mac = as_mac(c);
     } else if (name == "host-mac") {
       cfg.host_mac = as_mac(c);
+    } else if (name == "lossless") {
+      map_lossless(c, cfg.host_port.lossless);
+      cfg.fabric_port.lossless = cfg.host_port.lossless;
     } else {
       fail(c, "unexpected node");
     }

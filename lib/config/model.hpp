@@ -139,8 +139,20 @@ struct LocalSid {
   friend bool operator==(const LocalSid&, const LocalSid&) = default;
 };
 
+// Lossless forwarding (container ports/lossless, docs/lossless.md).
+struct LosslessConfig {
+  bool enabled = true;
+  uint16_t backlog_frames = 512;        // per direction and worker
+  uint16_t ecn_threshold_frames = 128;  // 0 = no CE marking
+  uint32_t storm_bound_ms = 200;        // pause-storm watchdog
+  friend bool operator==(const LosslessConfig&, const LosslessConfig&) = default;
+};
+
 struct PortRole {
   std::string device;  // port id ("0") or device name ("net_pcap0", "0000:3b:00.0")
+  // How frames leaving by this port are held when its TX queue refuses them. The
+  // configuration has one ports/lossless for the pair, copied into both roles.
+  LosslessConfig lossless;
   friend bool operator==(const PortRole&, const PortRole&) = default;
 };
 

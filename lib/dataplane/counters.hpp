@@ -36,7 +36,9 @@ namespace srv6gw::dataplane {
     "oversize") /* frame in more than one mbuf segment (beyond the port MTU): not parsed */       \
   X(probe_refused,                                                                                \
     "probe_refused") /* a packet to our end-probe SID that is not a sound probe (probe_status) */ \
-  X(probe_ring_full, "probe_ring_full") /* a reflected probe or a reply found its ring full */
+  X(probe_ring_full, "probe_ring_full") /* a reflected probe or a reply found its ring full */    \
+  X(pause_storm,                                                                                  \
+    "pause_storm") /* lossless: egress took nothing past the storm bound (PFC watchdog) */
 
 enum class DropReason : uint8_t { SRV6GW_ENUM_MEMBERS(SRV6GW_DROP_REASONS) count_ };
 inline constexpr auto kDropReasonNames = SRV6GW_ENUM_NAMES(SRV6GW_DROP_REASONS);
@@ -75,7 +77,15 @@ inline constexpr size_t kRxBurstHistogramBuckets = 33;
   X(bursts)                                                                                 \
   X(busy_tsc) /* TSC spent in processing stages (cycles per packet = busy/pkts) */          \
   /* TSC inside process_*_burst only (busy_tsc also holds the worker's RX and TX time). */  \
-  X(pipeline_tsc)
+  X(pipeline_tsc)                                                                            \
+  /* Lossless forwarding (apps/srv6gw/tx_queue.hpp, docs/lossless.md). */                   \
+  X(backlog_to_fabric)     /* frames held for the fabric TX queue now (a gauge) */          \
+  X(backlog_to_host)       /* frames held for the host TX queue now (a gauge) */            \
+  X(paused_host_tsc)       /* TSC the host ingress was not polled (backlog full) */         \
+  X(paused_fabric_tsc)     /* TSC the fabric ingress was not polled (backlog full) */       \
+  X(ingress_pauses)        /* times an ingress was paused because its backlog was full */   \
+  X(ecn_ce_marked)         /* ECT frames given CE while their backlog was over threshold */ \
+  X(pause_storms)          /* times the pause-storm watchdog fired */
 
 // Every count by reason, once: X(member, names, prefix). `names` is the reason list the
 // array is indexed by; `prefix` names the reason in gRPC's flat drop list, where entry 0

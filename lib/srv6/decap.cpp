@@ -2,6 +2,7 @@
 #include "srv6/decap.hpp"
 
 #include "net/bytes.hpp"
+#include "net/ecn.hpp"
 #include "net/parse.hpp"
 
 namespace srv6gw::srv6 {
@@ -26,10 +27,12 @@ const char* to_string(DecapStatus s) {
 
 namespace {
 
-constexpr uint8_t kEcnNotEct = 0;
-constexpr uint8_t kEcnEct1 = 1;
-constexpr uint8_t kEcnEct0 = 2;
-constexpr uint8_t kEcnCe = 3;
+using net::kEcnCe;
+using net::kEcnEct0;
+using net::kEcnEct1;
+using net::kEcnNotEct;
+using net::set_ipv4_ecn;
+using net::set_ipv6_ecn;
 
 #define SRV6GW_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -38,22 +41,6 @@ inline uint8_t egress_ecn(uint8_t inner, uint8_t outer) {
   if (outer == kEcnCe) return kEcnCe;  // caller drops the not-ECT case first
   if (outer == kEcnEct1 && inner == kEcnEct0) return kEcnEct1;
   return inner;
-}
-
-// Rewrites the ECN bits of an IPv4 header with an incremental checksum update (RFC 1624
-// eqn. 3) of the 16-bit word holding version/IHL and TOS.
-inline void set_ipv4_ecn(uint8_t* ip, uint8_t ecn) {
-  const uint16_t old_word = net::load_be16(ip);
-  ip[1] = uint8_t((ip[1] & 0xFC) | ecn);
-  const uint16_t new_word = net::load_be16(ip);
-  uint32_t sum = uint32_t(uint16_t(~net::load_be16(ip + 10))) + uint16_t(~old_word) + new_word;
-  sum = (sum & 0xFFFF) + (sum >> 16);
-  sum = (sum & 0xFFFF) + (sum >> 16);
-  net::store_be16(ip + 10, uint16_t(~sum));
-}
-
-inline void set_ipv6_ecn(uint8_t* ip, uint8_t ecn) {
-  ip[1] = uint8_t((ip[1] & 0xCF) | ecn << 4);  // TC bits 1..0 are bits 5..4 of byte 1
 }
 
 }  // namespace

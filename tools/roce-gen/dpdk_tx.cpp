@@ -197,6 +197,14 @@ bool run_dpdk_tx(Generator& gen, const TxOptions& o, TxReport& report, std::stri
     rte_pktmbuf_free(pending[i]);
     ++report.unsent_at_stop;
   }
+  for (const uint64_t until = stop + uint64_t(o.linger_s * hz);
+       rte_get_timer_cycles() < until && !g_stop.load(std::memory_order_relaxed);) {
+    rte_mbuf* late[32];
+    const uint16_t got = rte_eth_rx_burst(port, 0, late, 32);
+    report.rx_packets += got;
+    rte_pktmbuf_free_bulk(late, got);
+    if (got == 0) sleep_ns(1000000);
+  }
   rte_eth_dev_stop(port);
   rte_eth_dev_close(port);
   rte_mempool_free(pool);

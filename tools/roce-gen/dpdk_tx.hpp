@@ -19,6 +19,9 @@ struct TxOptions {
   double rate_pps = 0;    // 0 with rate_mbps 0: as fast as the port takes them
   double rate_mbps = 0;   // Ethernet frame bits (no FCS, preamble or gap), Mbit/s
   double duration_s = 0;  // 0: until the workload's count is sent
+  // Seconds to keep the port open (RX drained and counted) after the last frame: a memif
+  // peer loses the frames still in rings this process owns when it exits.
+  double linger_s = 0;
   uint16_t burst = 32;    // frames per rte_eth_tx_burst
   uint32_t mbufs = 4095;  // pool size
   uint16_t tx_descriptors = 1024;

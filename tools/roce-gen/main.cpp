@@ -261,6 +261,10 @@ int main(int argc, char** argv) {
   add_seconds(app, "--duration", tx.duration_s,
               "seconds to send; with --count, whichever ends first; without, endless")
       ->group(tx_group);
+  add_seconds(app, "--linger", tx.linger_s,
+              "seconds to keep the port open after the last frame (RX still counted): rings "
+              "this process owns (net_memif client) drain into the peer")
+      ->group(tx_group);
   add_number(app, "--burst", tx.burst, 256, "frames per TX burst (default 32)")->group(tx_group);
   add_number(app, "--mbufs", tx.mbufs, 1u << 24, "mbuf pool size (default 4095)")->group(tx_group);
   app.add_option("--report-json", report_json, "write the transmit report as JSON")

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// lossless-sink: the slow receiver of the lossless acceptance test (docs/lossless.md). It
+// reads one DPDK port (e.g. a net_memif client facing the gateway's fabric port) at a paced
+// rate, optionally stops reading for a while (a paused receiver), writes every frame it gets
+// to a classic pcap for the checker, and can at the same time send the frames of a pcap
+// into the port (the other direction) at a paced rate. It never drops what it read: a frame
+// lost on the way is the gateway's or the link's.
+//
+//   lossless-sink EAL... -- --port net_memif1 --rate-pps 300000 --pcap out.pcap
+//       --idle-ms 2000 --timeout-s 60 [--pause-after N --pause-ms 1000]
+//       [--tx-pcap frames.pcap --tx-rate-pps 20000] [--report-json r.json] [--linger-s S]
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+
+struct Options {
+  std::string port;
+  double rate_pps = 0;  // 0 = as fast as it can
+  std::string pcap;
+  uint64_t idle_ms = 2000;  // stop after this long without a frame (once one came)
+  double timeout_s = 60;
+  uint64_t pause_after = 0;  // frames; 0 = never pause
+  uint64_t pause_ms = 0;
+  std::string tx_pcap;
+  double tx_rate_pps = 10000;
+  std::string report_json;
+  // Seconds to keep the port open after the report (until SIGINT/SIGTERM): the gateway, a
+  // memif server, is stopped before its client goes away.
+  double linger_s = 0;
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "lossless-sink: %s\nusage: lossless-sink EAL... -- --port NAME [--rate-pps N] "
+               "[--pcap FILE] [--idle-ms MS] [--timeout-s S] [--pause-after N --pause-ms MS] "
+               "[--tx-pcap FILE --tx-rate-pps N] [--report-json FILE] [--linger-s S]\n",
+               why);
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(("missing value after " + a).c_str());
+      return argv[++i];
+    };
+    if (a == "--port")
+      o.port = value();
+    else if (a == "--rate-pps")
+      o.rate_pps = std::stod(value());
+    else if (a == "--pcap")
+      o.pcap = value();
+    else if (a == "--idle-ms")
+      o.idle_ms = std::stoull(value());
+    else if (a == "--timeout-s")
+      o.timeout_s = std::stod(value());
+    else if (a == "--pause-after")
+      o.pause_after = std::stoull(value());
+    else if (a == "--pause-ms")
+      o.pause_ms = std::stoull(value());
+    else if (a == "--tx-pcap")
+      o.tx_pcap = value();
+    else if (a == "--tx-rate-pps")
+      o.tx_rate_pps = std::stod(value());
+    else if (a == "--report-json")
+      o.report_json = value();
+    else if (a == "--linger-s")
+      o.linger_s = std::stod(value());
+    else
+      usage(("unknown option " + a).c_str());
+  }
+  if (o.port.empty()) usage("--port is required");
+  if (o.rate_pps < 0 || o.tx_rate_pps <= 0) usage("rates must be positive");
+  return o;
+}
+
+// Classic pcap (microsecond timestamps, Ethernet).
+class PcapWriter {
+ public:
+  explicit PcapWriter(const std::string& path) {
+    if (path.empty()) return;
+    f_ = std::fopen(path.c_str(), "wb");
+    if (f_ == nullptr) usage(("cannot write " + path).c_str());
+    const uint32_t hdr[6] = {0xa1b2c3d4, 0x00040002, 0, 0, 65535, 1};
+    std::fwrite(hdr, sizeof hdr, 1, f_);
+  }
+  ~PcapWriter() {
+    if (f_ != nullptr) std::fclose(f_);
+  }
+  void write(const rte_mbuf* m, uint64_t usec) {
+    if (f_ == nullptr) return;
+    const uint32_t rec[4] = {uint32_t(usec / 1000000), uint32_t(usec % 1000000), m->pkt_len,
+                             m->pkt_len};
+    std::fwrite(rec, sizeof rec, 1, f_);
+    for (const rte_mbuf* s = m; s != nullptr; s = s->next)
+      std::fwrite(rte_pktmbuf_mtod(s, const void*), s->data_len, 1, f_);
+  }
+
+ private:
+  std::FILE* f_ = nullptr;
+};
+
+std::vector<std::vector<uint8_t>> read_pcap(const std::string& path) {
+  std::vector<std::vector<uint8_t>> frames;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) usage(("cannot read " + path).c_str());
+  uint32_t hdr[6];
+  if (std::fread(hdr, sizeof hdr, 1, f) != 1 || hdr[0] != 0xa1b2c3d4)
+    usage((path + ": not a little-endian microsecond pcap").c_str());
+  uint32_t rec[4];
+  while (std::fread(rec, sizeof rec, 1, f) == 1) {
+    std::vector<uint8_t> b(rec[2]);
+    if (std::fread(b.data(), 1, b.size(), f) != b.size()) break;
+    frames.push_back(std::move(b));
+  }
+  std::fclose(f);
+  return frames;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int eal = rte_eal_init(argc, argv);
+  if (eal < 0) {
+    std::fprintf(stderr, "lossless-sink: EAL init failed: %s\n", rte_strerror(rte_errno));
+    return 1;
+  }
+  // Skip the "--" EAL leaves in front of the application arguments.
+  int skip = eal + 1;
+  if (skip < argc && std::strcmp(argv[skip], "--") == 0) ++skip;
+  const Options o = parse(argc - skip, argv + skip);
+  std::signal(SIGINT, [](int) { g_stop = 1; });
+  std::signal(SIGTERM, [](int) { g_stop = 1; });
+
+  uint16_t port = 0;
+  if (rte_eth_dev_get_port_by_name(o.port.c_str(), &port) != 0) usage("no such --port");
+  rte_mempool* pool =
+      rte_pktmbuf_pool_create("sink", 8191, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+  if (pool == nullptr) usage("mbuf pool (raise -m)");
+  rte_eth_conf conf{};
+  if (rte_eth_dev_configure(port, 1, 1, &conf) != 0 ||
+      rte_eth_rx_queue_setup(port, 0, 1024, SOCKET_ID_ANY, nullptr, pool) != 0 ||
+      rte_eth_tx_queue_setup(port, 0, 1024, SOCKET_ID_ANY, nullptr) != 0 ||
+      rte_eth_dev_start(port) != 0)
+    usage("port setup failed");
+
+  const std::vector<std::vector<uint8_t>> tx_frames =
+      o.tx_pcap.empty() ? std::vector<std::vector<uint8_t>>{} : read_pcap(o.tx_pcap);
+  PcapWriter out(o.pcap);
+  const uint64_t hz = rte_get_timer_hz();
+  const uint64_t start = rte_get_timer_cycles();
+  const uint64_t deadline = start + uint64_t(o.timeout_s * double(hz));
+  const uint64_t idle = o.idle_ms * hz / 1000;
+  const double rx_cycles = o.rate_pps > 0 ? double(hz) / o.rate_pps : 0;
+  const double tx_cycles = double(hz) / o.tx_rate_pps;
+  double rx_due = double(start), tx_due = double(start);
+  uint64_t received = 0, bytes = 0, last_rx = 0, paused_at = 0, tx_sent = 0, tx_refused = 0;
+  size_t tx_next = 0;
+  bool paused = false, pause_done = false;
+  rte_mbuf* burst[32];
+
+  while (!g_stop) {
+    const uint64_t now = rte_get_timer_cycles();
+    if (now > deadline) break;
+    if (last_rx != 0 && now - last_rx > idle && !paused) break;
+    // The other direction: one frame of the pcap when due, round robin; a refused frame is
+    // counted (the gateway's host side refusing means that direction is not flowing).
+    if (!tx_frames.empty() && double(now) >= tx_due) {
+      tx_due += tx_cycles;
+      if (double(now) - tx_due > double(hz) / 10) tx_due = double(now);  // no catch-up burst
+      const std::vector<uint8_t>& f = tx_frames[tx_next++ % tx_frames.size()];
+      rte_mbuf* m = rte_pktmbuf_alloc(pool);
+      if (m != nullptr) {
+        std::memcpy(rte_pktmbuf_append(m, uint16_t(f.size())), f.data(), f.size());
+        if (rte_eth_tx_burst(port, 0, &m, 1) == 1) {
+          ++tx_sent;
+        } else {
+          ++tx_refused;
+          rte_pktmbuf_free(m);
+        }
+      }
+    }
+    if (paused) {
+      if (now - paused_at >= o.pause_ms * hz / 1000) {
+        paused = false;
+        pause_done = true;
+        last_rx = now;
+        rx_due = double(now);
+      }
+      continue;
+    }
+    if (o.pause_after != 0 && !pause_done && received >= o.pause_after) {
+      paused = true;
+      paused_at = now;
+      continue;
+    }
+    uint16_t want = 32;
+    if (rx_cycles > 0) {
+      if (double(now) < rx_due) continue;
+      // Paced: as many frames as are due (at most a burst), no catch-up after a stall.
+      const double due = (double(now) - rx_due) / rx_cycles + 1;
+      want = uint16_t(std::min(32.0, due));
+      if (double(now) - rx_due > double(hz) / 100) rx_due = double(now);
+    }
+    const uint16_t n = rte_eth_rx_burst(port, 0, burst, want);
+    if (n == 0) continue;
+    rx_due += rx_cycles * n;
+    last_rx = now;
+    const uint64_t usec = (now - start) * 1000000 / hz;
+    for (uint16_t i = 0; i < n; ++i) {
+      bytes += burst[i]->pkt_len;
+      out.write(burst[i], usec);
+      rte_pktmbuf_free(burst[i]);
+    }
+    received += n;
+  }
+  const double secs = double(rte_get_timer_cycles() - start) / double(hz);
+  char report[512];
+  std::snprintf(report, sizeof report,
+                "{\"received\": %llu, \"bytes\": %llu, \"seconds\": %.3f, \"tx_sent\": %llu, "
+                "\"tx_refused\": %llu}\n",
+                (unsigned long long)received, (unsigned long long)bytes, secs,
+                (unsigned long long)tx_sent, (unsigned long long)tx_refused);
+  std::printf("lossless-sink: %s", report);
+  if (!o.report_json.empty()) {
+    if (std::FILE* f = std::fopen(o.report_json.c_str(), "w")) {
+      std::fputs(report, f);
+      std::fclose(f);
+    }
+  }
+  for (const uint64_t until = rte_get_timer_cycles() + uint64_t(o.linger_s * double(hz));
+       !g_stop && rte_get_timer_cycles() < until;)
+    rte_delay_us_sleep(10000);
+  rte_eth_dev_stop(port);
+  rte_eth_dev_close(port);
+  rte_eal_cleanup();
+  return 0;
+}

@@ -13,7 +13,7 @@
 
 namespace srv6gw::sr_controller {
 
-// Keyed as the gateway keys them (docs/agent.md): policy name, rule id, local SID address.
+// Keyed as the gateway keys them (docs/design/agent.md): policy name, rule id, local SID address.
 // Objects are stored normalised (normalize() below) so that equal meaning is equal bytes.
 struct GatewayState {
   std::map<std::string, v1::SrPolicy> policies;

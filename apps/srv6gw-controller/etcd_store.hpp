@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The desired state in etcd, and leader election on an etcd lease (docs/controller.md,
+// The desired state in etcd, and leader election on an etcd lease (docs/design/controller.md,
 // "Replicas on etcd"). Keys under PREFIX (default /srv6gw/controller/):
 //   meta              PersistedState JSON: format, topology and plan version, job counter,
 //                     links inferred down

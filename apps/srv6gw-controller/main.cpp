@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// srv6gw-controller: the global SR engine (docs/controller.md).
+// srv6gw-controller: the global SR engine (docs/design/controller.md).
 //   srv6gw-controller run --topology FILE --gateways FILE [options]   the controller
 //   srv6gw-controller ctl [connection] VERB ...                       its command line
 #include <google/protobuf/util/json_util.h>
@@ -43,7 +43,7 @@ const char* kUsage =
     "  --resync-ms N            re-read gateways in sync this often, 0 = never (default 30000)\n"
     "  --log-level LEVEL        trace, debug, info (default), warn, error\n"
     "  --no-watch               do not subscribe to the gateways' events (no link inference)\n"
-    "replicas on etcd (docs/controller.md):\n"
+    "replicas on etcd (docs/design/controller.md):\n"
     "  --store etcd://HOST:PORT[,HOST:PORT...]  desired state in etcd, leader on a lease\n"
     "                           (default: the local store, --state)\n"
     "  --store-prefix P         key prefix (default /srv6gw/controller/)\n"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// srv6gw-plan: the path algorithm module on the command line (lib/pathalg, docs/pathalg.md).
+// srv6gw-plan: the path algorithm module on the command line (lib/pathalg, docs/design/pathalg.md).
 //
 //   srv6gw-plan TOPOLOGY --check                      validate, name what is wrong
 //   srv6gw-plan TOPOLOGY [--flows FILE] --out DIR      one Apply JSON per gateway (+ summary)

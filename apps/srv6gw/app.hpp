@@ -28,7 +28,7 @@ struct App {
   std::unique_ptr<dataplane::Gateway> gateway;
   // Local SR engine; created by the control loop, used on the main lcore under control_mutex.
   std::unique_ptr<EngineRunner> engine;
-  // Path health prober (docs/probing.md); created after the engine it drives, same rules.
+  // Path health prober (docs/design/probing.md); created after the engine it drives, same rules.
   std::unique_ptr<ProbeRunner> prober;
   // The gRPC agent's event bus (null with --no-agent); set before the control loop starts,
   // cleared under control_mutex before the agent stops.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Control-thread watch over lossless forwarding and the fabric link (docs/lossless.md):
+// Control-thread watch over lossless forwarding and the fabric link (docs/design/lossless.md):
 // reports each pause-storm watchdog firing the workers counted, and, when link propagation is
 // on (bump in the wire), sets the host port's link down while the fabric link is down and up
 // again when it returns, so that the host's RDMA NIC (or its bond) fails over instead of

@@ -29,7 +29,7 @@ struct Options {
   // --metrics-address [HOST:]PORT: the Prometheus endpoint (metrics.hpp); none = no listener.
   std::optional<std::string> metrics_address;
   // --link-propagation: the fabric port's link down sets the host port's link down, and up
-  // again when it returns (bump in the wire; docs/lossless.md).
+  // again when it returns (bump in the wire; docs/design/lossless.md).
   bool link_propagation = false;
   bool help = false;
   bool version = false;  // --version

@@ -282,7 +282,7 @@ void configure_pause(const PortSetup& port, bool lossless) {
   // 802.3x in both directions: the port sends pause frames when its RX buffer fills (the
   // worker stopped polling it) and honours those of its peer. Priority flow control needs
   // the priorities of the fabric, which DPDK cannot learn: it is set on the NIC
-  // (docs/lossless.md); a PMD without link flow control (vdevs) says so here.
+  // (docs/design/lossless.md); a PMD without link flow control (vdevs) says so here.
   rte_eth_fc_conf fc{};
   int rc = rte_eth_dev_flow_ctrl_get(port.port_id, &fc);
   if (rc == 0) {
@@ -294,7 +294,7 @@ void configure_pause(const PortSetup& port, bool lossless) {
   else
     spdlog::warn(
         "{}: the PMD cannot set link flow control ({}): pause frames depend on the device's "
-        "own settings (PFC/pause are then configured outside DPDK, docs/lossless.md)",
+        "own settings (PFC/pause are then configured outside DPDK, docs/design/lossless.md)",
         who, errstr(rc));
 }
 

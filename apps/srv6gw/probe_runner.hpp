@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The prober in the daemon (docs/probing.md): on the main lcore, every probe interval, builds
+// The prober in the daemon (docs/design/probing.md): on the main lcore, every probe interval, builds
 // one probe per segment list of each policy that names a remote probe SID and hands them to
 // worker 0 (Gateway::send_probes); drains the replies the workers received, feeds the
 // ProbeMonitor (sequence matching, RTT, loss, up/down), and turns its transitions into the

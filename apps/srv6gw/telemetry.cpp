@@ -157,7 +157,7 @@ int cmd_paths(const char*, const char* params, rte_tel_data* d) {
   });
 }
 
-// Path health probes (docs/probing.md), keyed by path id like /srv6gw/paths.
+// Path health probes (docs/design/probing.md), keyed by path id like /srv6gw/paths.
 int cmd_probes(const char*, const char*, rte_tel_data* d) {
   return answer([d](App& app) {
     rte_tel_data_start_dict(d);

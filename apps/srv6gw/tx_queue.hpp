@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The frames one worker has for one TX queue, in order, and what happens when the queue
-// refuses some (docs/lossless.md).
+// refuses some (docs/design/lossless.md).
 //
 // Lossless (the default): refused frames stay, in order, at the head of the backlog and are
 // offered again on the next flush. While the backlog holds `capacity` frames or more the

@@ -29,7 +29,7 @@ struct StatsSnapshot {
   std::vector<PortCounters> ports;
   std::vector<dataplane::WorkerCounters> workers;  // index = worker index
   std::vector<dataplane::Gateway::PathStats> paths;
-  std::vector<engine::ProbePathView> probes;  // probed paths (docs/probing.md); may be empty
+  std::vector<engine::ProbePathView> probes;  // probed paths (docs/design/probing.md); may be empty
 };
 
 class StateSink {

@@ -3,7 +3,7 @@
 // id -> position and which change wrote a rule): abseil's flat_hash_map (SwissTable: one array of
 // slots and control bytes, no node per entry) over the huge-page allocator, since for 100k-1M rules
 // the arrays are megabytes (huge_pages.hpp). Measured against the hand-written open-addressing map
-// it replaces: docs/performance.md, "Agent index map".
+// it replaces: docs/design/performance.md, "Agent index map".
 #pragma once
 
 #include <absl/container/flat_hash_map.h>

@@ -33,7 +33,7 @@ inline constexpr uint32_t kMaxFlowletGapUs = 10000000;
 // next to the pauses between collective steps, after which a QP is placed again.
 inline constexpr uint32_t kDefaultIdleGapUs = 1000;
 inline constexpr uint16_t kMaxQueues = 128;
-// SRH Tag bit 15 marks a reflected path id (docs/engine.md): our own ids stay below it.
+// SRH Tag bit 15 marks a reflected path id (docs/design/engine.md): our own ids stay below it.
 inline constexpr uint16_t kMaxPathId = 0x7FFF;
 
 // The YANG enum names, each written once here (net/enum_names.hpp): the loader, to_json,
@@ -103,7 +103,7 @@ struct Policy {
   std::vector<uint8_t> spray_opcodes;        // selective mode: reorder-safe BTH opcodes
   std::vector<SegmentList> segment_lists;
   // The remote gateway's probe SID (an end-probe local SID there): when set, every segment
-  // list is probed with its last SID replaced by this one (docs/probing.md).
+  // list is probed with its last SID replaced by this one (docs/design/probing.md).
   std::optional<net::Ipv6Addr> probe_sid;
 };
 bool operator==(const Policy& a, const Policy& b);  // srv6::UsidFormat has no operator==
@@ -139,7 +139,7 @@ struct LocalSid {
   friend bool operator==(const LocalSid&, const LocalSid&) = default;
 };
 
-// Lossless forwarding (container ports/lossless, docs/lossless.md).
+// Lossless forwarding (container ports/lossless, docs/design/lossless.md).
 struct LosslessConfig {
   bool enabled = true;
   uint16_t backlog_frames = 512;        // per direction and worker

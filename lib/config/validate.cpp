@@ -168,7 +168,7 @@ std::optional<ConfigError> check_path_id_room(const GatewayConfig& cfg, const ne
   if (!cfg.engine.path_id_in_source || srv6::source_has_path_id_room(source)) return std::nullopt;
   return err(path, "source-address " + net::to_string(source) +
                        " must end in 16 zero bits when engine/path-id-in-source is on (the "
-                       "path id goes there; docs/engine.md)");
+                       "path id goes there; docs/design/engine.md)");
 }
 
 std::optional<ConfigError> check_policy_impl(const GatewayConfig& cfg, const Policy& p) {
@@ -474,7 +474,7 @@ std::optional<ConfigError> validate_local_sids(const GatewayConfig& cfg,
   return std::nullopt;
 }
 
-// Probed policies need a local end-probe SID, where the replies come back (docs/probing.md).
+// Probed policies need a local end-probe SID, where the replies come back (docs/design/probing.md).
 // The probe SID's own checks (unicast, fabric-nexthop-mac) are check_policy's.
 std::optional<ConfigError> validate_probes(const GatewayConfig& cfg) {
   bool has_local_probe_sid = false;

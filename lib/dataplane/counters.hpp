@@ -78,7 +78,7 @@ inline constexpr size_t kRxBurstHistogramBuckets = 33;
   X(busy_tsc) /* TSC spent in processing stages (cycles per packet = busy/pkts) */          \
   /* TSC inside process_*_burst only (busy_tsc also holds the worker's RX and TX time). */  \
   X(pipeline_tsc)                                                                            \
-  /* Lossless forwarding (apps/srv6gw/tx_queue.hpp, docs/lossless.md). */                   \
+  /* Lossless forwarding (apps/srv6gw/tx_queue.hpp, docs/design/lossless.md). */                   \
   X(backlog_to_fabric)     /* frames held for the fabric TX queue now (a gauge) */          \
   X(backlog_to_host)       /* frames held for the host TX queue now (a gauge) */            \
   X(paused_host_tsc)       /* TSC the host ingress was not polled (backlog full) */         \

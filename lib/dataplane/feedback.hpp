@@ -3,7 +3,7 @@
 // workers put on the multi-producer/single-consumer ring, the SRH Tag wire format of path-id
 // reflection, and the two small tables the reflection and the fallback blame rely on.
 // Plain data, no DPDK: the engine side (lib/engine) and tests include it without EAL.
-// docs/engine.md describes the wire format and why it is the Tag.
+// docs/design/engine.md describes the wire format and why it is the Tag.
 #pragma once
 
 #include <atomic>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Path health probes in the data plane (docs/probing.md; wire format in srv6/probe.hpp):
+// Path health probes in the data plane (docs/design/probing.md; wire format in srv6/probe.hpp):
 // what the prober (main lcore) and the workers share. The worker side is datapath/probe.hpp.
 //
 //   main lcore (prober) --probe TX ring (mbufs, MP/SC)--> worker 0 --> fabric TX

@@ -71,7 +71,7 @@ struct alignas(64) WorkerContext {
   // Outer hop limit of reflected probes (configuration hop-limit): written by the control
   // thread on apply, read by the workers on a probe.
   std::atomic<uint8_t> probe_hop_limit{64};
-  // engine/path-id-in-source (docs/engine.md): without an SRH our path id (or a reflected
+  // engine/path-id-in-source (docs/design/engine.md): without an SRH our path id (or a reflected
   // one) goes into the low 16 bits of the outer source, and the remote's is read from there.
   // Written by the control thread on apply, read by the worker per encapsulation.
   std::atomic<bool> path_id_in_source{false};

@@ -7,7 +7,7 @@
 //                                      proportion to the packets each carried (flow mode:
 //                                      usually the one list of that pair, or mostly the one
 //                                      it just left; sprayed: all of them by weight). See
-//                                      docs/engine.md.
+//                                      docs/design/engine.md.
 //   ce_decap, cnp_encap             -> counted only: they concern the remote's paths (the
 //                                      reflection itself happens in the data plane).
 // Pure: the recent-path lookup is a callback (the daemon reads the workers' tables through

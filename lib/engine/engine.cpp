@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The local SR engine's algorithm (see engine.hpp for the rules and docs/engine.md for why).
+// The local SR engine's algorithm (see engine.hpp for the rules and docs/design/engine.md for why).
 #include "engine/engine.hpp"
 
 #include <algorithm>

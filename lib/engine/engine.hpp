@@ -8,7 +8,7 @@
 // named in the returned decisions (Gateway::set_path_factors). Tests drive it with synthetic
 // event sequences and synthetic time.
 //
-// Algorithm (docs/engine.md has the reasoning):
+// Algorithm (docs/design/engine.md has the reasoning):
 //   score   EWMA over intervals of the congestion evidence per interval:
 //           score = (1 - alpha) * score + alpha * evidence_in_interval.
 //   decrease an interval with evidence multiplies the factor by `decrease` (not below
@@ -54,7 +54,7 @@ namespace srv6gw::engine {
   X(recovery, "recovery")           /* additive increase after hold-down */                       \
   X(explicit_down, "explicit-down") /* controller */                                              \
   X(explicit_up, "explicit-up")     /* controller */                                              \
-  X(probe_down, "probe-down")       /* path health probes lost (docs/probing.md) */               \
+  X(probe_down, "probe-down")       /* path health probes lost (docs/design/probing.md) */               \
   X(probe_up, "probe-up")           /* probes answered again for the probe hold-down */
 
 enum class Reason : uint8_t { SRV6GW_ENUM_MEMBERS(SRV6GW_ENGINE_REASONS) count_ };
@@ -127,7 +127,7 @@ class Engine {
   // Appends the decision (none when nothing changed); false when the id is unknown.
   bool set_admin(uint16_t path_id, bool up, uint64_t now_ns, std::vector<Decision>& out);
 
-  // Path health probes (docs/probing.md): down takes the path out at once (factor 0, like an
+  // Path health probes (docs/design/probing.md): down takes the path out at once (factor 0, like an
   // explicit down), except the policy's last usable list (no other primary or backup), which
   // stays in service until another list is back; up returns it at factor 1 with its
   // congestion state cleared, unless the controller holds it down. Appends the decisions

@@ -25,11 +25,11 @@ struct Params {
   double recovery_step = 0.125;        // additive recovery per recovery period
   uint32_t recovery_period_us = 1000;
   // Path-id reflection: write the remote's congested path id into the CNPs our host sends
-  // (data plane, docs/engine.md). Off = a peer that does not cooperate.
+  // (data plane, docs/design/engine.md). Off = a peer that does not cooperate.
   bool reflect = true;
   // Path id without an SRH (uSID, H.Encaps.Red with one SID): our encapsulations carry it in
   // the low 16 bits of the outer source address, and those of decapsulated packets without an
-  // SRH are read as the remote's path id (docs/engine.md). Every gateway of the fabric must
+  // SRH are read as the remote's path id (docs/design/engine.md). Every gateway of the fabric must
   // agree; off (the default) leaves the source untouched and reads nothing from it.
   bool path_id_in_source = false;
   friend bool operator==(const Params&, const Params&) = default;

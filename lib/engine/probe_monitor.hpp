@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Per-path health from probes (docs/probing.md): sequence numbers out, replies back, RTT
+// Per-path health from probes (docs/design/probing.md): sequence numbers out, replies back, RTT
 // samples, losses, and the up/down state machine that drives the engine's probe down/up.
 //
 // Pure and single-threaded: no DPDK, no clock of its own (every call takes the time), no

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Parameters of path health probing (docs/probing.md) and their checks. Header-only and
+// Parameters of path health probing (docs/design/probing.md) and their checks. Header-only and
 // dependency-free: the configuration model embeds ProbeParams (YANG container
 // /srv6gw:gateway/probe) and config::validate() reuses check().
 #pragma once

@@ -35,7 +35,7 @@ inline constexpr unsigned kMaxLoadGroups = 1024;
 
 // What balanced mode compares when it places a flow. `flows` is what the gateway uses:
 // active flows relative to the weight in force, ties broken by recent bytes (see
-// docs/daemon.md, "balanced"); `bytes` (recent bytes first) is kept for the comparison
+// docs/design/daemon.md, "balanced"); `bytes` (recent bytes first) is kept for the comparison
 // measured in tests/unit/policy/test_balanced.cpp and is not configurable.
 enum class BalanceBy : uint8_t { flows, bytes };
 

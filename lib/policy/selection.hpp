@@ -271,7 +271,7 @@ inline uint64_t recent_bytes(GroupLoad& g, uint64_t now, uint64_t window) {
 // every gateway of a fabric send the same flows over the same first hop: collectives walk
 // their peers in one order (NCCL: src+1, src+2, ...), so each source's k-th flow to another
 // leaf, always to the same position in that leaf, took the k-th spine, and all flows into
-// a host crossed one spine->leaf downlink (docs/fabricsim.md). The hash covers the source
+// a host crossed one spine->leaf downlink (docs/design/fabricsim.md). The hash covers the source
 // address, so the sources' choices among equally loaded lists are independent.
 [[gnu::noinline]] inline unsigned balanced_pick(const CompiledPolicy& p, SelectorState& st,
                                                 uint32_t hash, uint64_t now) {

@@ -12,7 +12,7 @@
 
 namespace srv6gw::srv6 {
 
-// end_probe: our own behaviour for path health probes (srv6/probe.hpp, docs/probing.md): a
+// end_probe: our own behaviour for path health probes (srv6/probe.hpp, docs/design/probing.md): a
 // request is reflected back along its return list, a reply is handed to the prober. decap()
 // refuses it (bad_next_header): probes are never decapsulated toward the host.
 enum class LocalSidBehavior : uint8_t { end_dx4, end_dx6, end_dt46, end_probe };

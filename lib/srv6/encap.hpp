@@ -86,11 +86,11 @@ struct EncapFields {
   uint32_t flow_label = 0;    // 20 bits
   uint16_t tag = 0;           // SRH Tag (path id plus flags)
   // Without an SRH: write `tag` into the low 16 bits of the outer source address instead
-  // (engine path-id-in-source, docs/engine.md). Ignored when the template has an SRH.
+  // (engine path-id-in-source, docs/design/engine.md). Ignored when the template has an SRH.
   bool tag_in_source = false;
 };
 
-// Path id without an SRH (docs/engine.md, "Wire format: path id in the outer source"): the
+// Path id without an SRH (docs/design/engine.md, "Wire format: path id in the outer source"): the
 // same 16-bit value as the SRH Tag (bit 15 reflected, bits 0..14 path id) in the last two
 // bytes of the outer source address, which the gateway's source prefix (a /112 or shorter
 // locator) leaves free. Offsets from the start of the outer IPv6 header.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Probe wire format (probe.hpp, docs/probing.md).
+// Probe wire format (probe.hpp, docs/design/probing.md).
 #include "srv6/probe.hpp"
 
 #include <cstring>

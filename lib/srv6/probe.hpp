@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Path health probes (docs/probing.md): the wire format, built, parsed and reflected on byte
+// Path health probes (docs/design/probing.md): the wire format, built, parsed and reflected on byte
 // spans starting at the outer IPv6 header. No DPDK: the daemon's main lcore builds requests
 // into mbufs, the workers reflect requests and parse replies through thin adapters.
 //

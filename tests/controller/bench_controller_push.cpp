@@ -3,7 +3,7 @@
 // gRPC server on one unix socket plays every gateway (told apart by the request authority,
 // which the controller sets to the gateway's name), keeps each one's objects and generation,
 // honours expected_generation, and neither validates nor persists (a real gateway adds its
-// own validate + fsync, ~40 ms on the test VM: docs/controller.md). Measures (a) the first
+// own validate + fsync, ~40 ms on the test VM: docs/design/controller.md). Measures (a) the first
 // push of a full plan to every gateway and (b) a failure's recomputation: a few policies per
 // gateway get one list at weight 0. Usage: bench-controller-push [GATEWAYS [POLICIES]]
 #include <grpcpp/grpcpp.h>

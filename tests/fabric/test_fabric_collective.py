@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-# A short AlltoAll on the emulated 4-host fabric (tools/fabric/collective_lib.py, docs/fabric.md
+# A short AlltoAll on the emulated 4-host fabric (tools/fabric/collective_lib.py, docs/design/fabric.md
 # "Collectives under DCQCN"): 2 leaves x 3 spines x 2 hosts, four srv6gw daemons, kernel SRv6
 # spines, ECN-marking 20 Mbit/s uplinks; in every host roce-gen's closed-loop mode (DCQCN per
 # QP, RC messages, go-back-N) and roce-sink --rc (ACK/NAK, CNPs). Three schemes, flow (per-QP

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-# Short CI version of the fabric's scenario (a) (tools/fabric/run.py degraded, docs/fabric.md):
+# Short CI version of the fabric's scenario (a) (tools/fabric/run.py degraded, docs/design/fabric.md):
 # a leaf-spine of Linux kernel SRv6 routers in namespaces (3 spines, 20 Mbit/s uplinks with
 # ECN marking), two srv6gw daemons on net_af_packet configured over gRPC by srv6gw-ctl,
 # roce-gen sending 24 Mbit/s over 16 QPs in flow mode, roce-sink answering CE with CNPs.

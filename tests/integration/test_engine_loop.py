@@ -57,7 +57,7 @@ def config_a(nexthop_mac, host_mac):
         "ports": {"host": "net_af_packet0", "fabric": "net_af_packet1", "queues": 1,
                   "mbufs": 4095, "fabric-nexthop-mac": nexthop_mac, "host-mac": host_mac},
         "source-address": "fc00:a::1",
-        # The hold-down must exceed the loop's feedback delay (docs/engine.md): the Python
+        # The hold-down must exceed the loop's feedback delay (docs/design/engine.md): the Python
         # host answers CE milliseconds late and, on a loaded machine, only now and then; with
         # the 5 ms default b recovered between two CNPs and its backoff never engaged.
         "engine": {"hold-down-us": 50000},

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-# Issue 27, lossless across the gateway (docs/lossless.md). Three processes joined by net_memif
+# Issue 27, lossless across the gateway (docs/design/lossless.md). Three processes joined by net_memif
 # rings: roce-gen (producer, as fast as the ring takes frames) -> srv6gw host port; srv6gw
 # fabric port -> lossless-sink (consumer, paced to about a third of the producer's rate).
 #   1. lossless off: the gateway drops what the fabric TX queue refuses (tx_full > 0);

@@ -532,7 +532,7 @@ def run(fab, gws):
     if dp.get("state") != "down" or dp.get("answered") != 0 or not dp.get("sent"):
         problems.append(f"path 9 (probe SID nobody answers) should be down: {dp}")
     # The engine marks it probe-down; being the policy's only list it stays in service
-    # (docs/probing.md: dropping here would lose the same packets, a false alarm nothing).
+    # (docs/design/probing.md: dropping here would lose the same packets, a false alarm nothing).
     if not engine_paths.get(9, {}).get("probe_down"):
         problems.append(f"the engine did not mark path 9 probe-down: {engine_paths.get(9)}")
     log(f"B: {json.dumps(stats_b.get('engine', {}).get('probe', {}).get('transitions_down'))} "

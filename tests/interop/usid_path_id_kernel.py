@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
 # Issue 22, acceptance 2: uSID packets carrying the path id in the low 16 bits of the outer
-# source (engine/path-id-in-source, docs/engine.md) cross kernel `End flavors next-csid`
+# source (engine/path-id-in-source, docs/design/engine.md) cross kernel `End flavors next-csid`
 # spines with the source (path id, reflected bit) and the flow label untouched.
 #
 #   snd --veth-- sp1 --veth-- sp2 --veth-- rcv

@@ -24,7 +24,7 @@ from its log, packets received/sent/dropped by reason, loss and misses; writes J
 The Apply requests are encoded here (proto3 wire format of srv6gw.v1.ApplyRequest) and
 sent with python3-grpcio's generic unary call, so the client costs little next to the agent.
 
-Full run (documented in docs/agent.md):
+Full run (documented in docs/design/agent.md):
   /usr/bin/python3 tools/bench/updates_under_load.py --batch 100000 --rate 100000 \
       --seconds 10 --json bench-results/updates_under_load.json
 Smoke (CI, integration suite): --batch 20000 --rate 20000 --seconds 3 --check

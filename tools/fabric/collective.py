@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
 # Collective completion time per path-selection scheme on the emulated 4-host fabric
-# (collective_lib.py, docs/fabric.md "Collectives under DCQCN"):
+# (collective_lib.py, docs/design/fabric.md "Collectives under DCQCN"):
 #
 #   collective.py [--schemes flow,packet,flowlet,balanced,engine,controller] [--scenarios
 #                 healthy,degraded,cut] [--collective alltoall|allreduce] [--bytes N]

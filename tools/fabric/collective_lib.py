@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Collectives on the emulated fabric (docs/fabric.md, "Collectives under DCQCN"): the 2-leaf
+# Collectives on the emulated fabric (docs/design/fabric.md, "Collectives under DCQCN"): the 2-leaf
 # leaf-spine of leafspine_lib with 2 hosts per leaf, each behind its own srv6gw, every spine
 # uplink of both leaves shaped with ECN marking (as fabric_lib shapes L1's), and in every host
 # roce-gen's closed-loop mode (one rank: DCQCN per QP, RC messages, go-back-N) beside roce-sink
@@ -27,7 +27,7 @@ import leafspine_lib as ls
 from fabric_lib import gwlib, rl
 
 # The emulation's scale: an RNIC at 40 Gbit/s becomes a 40 Mbit/s paced sender, microseconds
-# become milliseconds (docs/fabric.md has the DCQCN table).
+# become milliseconds (docs/design/fabric.md has the DCQCN table).
 LINE_MBIT = 40.0
 DCQCN_SCALE = 1e-3
 CNP_GAP_US = 50000  # the notification point's 50 us between CNPs per QP, scaled
@@ -202,7 +202,7 @@ class CollectiveFabric(ls.LeafSpineFabric):
 
     # -- the controller's placement --------------------------------------------------------
     def start_controller(self):
-        """srv6gw-controller over this fabric (docs/controller.md): the topology with the
+        """srv6gw-controller over this fabric (docs/design/controller.md): the topology with the
         shaped capacities (uplinks at their rate, hosts at the NIC's), every gateway probing
         its far-leaf paths as in push_policies, agents on unix sockets. Returns once every
         gateway runs the controller's plan (its objects replace whatever ran there)."""

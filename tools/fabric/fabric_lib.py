@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # An emulated leaf-spine SRv6 fabric in network namespaces, with two srv6gw daemons as host
-# gateways (docs/fabric.md has the picture):
+# gateways (docs/design/fabric.md has the picture):
 #
 #   hA ─ gA ─ L1 ═╤═ S1 ═╤═ L2 ─ gB ─ hB
 #                 ├─ S2 ─┤
@@ -329,7 +329,7 @@ class Fabric(NamespacePlumbing):
         self.stop_gateways()
         eng = {"enabled": engine, "reflect": reflect}
         eng.update(engine_params or {})
-        # path-id-in-source writes the path id into the low 16 source bits (docs/engine.md):
+        # path-id-in-source writes the path id into the low 16 source bits (docs/design/engine.md):
         # the source must end in 16 zero bits (fc00:a::/48 is routed to gA either way).
         host_part = "" if eng.get("path-id-in-source") else "1"
         specs = {

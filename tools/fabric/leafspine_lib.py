@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # A 2-leaf x N-spine SRv6 fabric with several hosts per leaf, each behind its own srv6gw
-# daemon, for the controller (docs/controller.md). Built from fabric_lib's pieces (the same
+# daemon, for the controller (docs/design/controller.md). Built from fabric_lib's pieces (the same
 # kernel spines with seg6local End + count, net_af_packet gateways, roce-gen, roce-sink):
 #
 #   hA1 ─ gA1 ─┐            ┌─ S1 ─┐            ┌─ gB1 ─ hB1
@@ -335,7 +335,7 @@ class LeafSpineFabric(fl.NamespacePlumbing):
 
 class Controller:
     """srv6gw-controller in the root namespace on a topology and gateways file, its API on a
-    unix socket in `work` (docs/controller.md)."""
+    unix socket in `work` (docs/design/controller.md)."""
 
     def __init__(self, work, topo, gateways, state):
         self.sock = os.path.join(work, "controller.sock")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""What each carrier of the path id without an SRH costs (docs/engine.md): flow label entropy
+"""What each carrier of the path id without an SRH costs (docs/design/engine.md): flow label entropy
 left for LAG hashing and RSS spread at the receiving gateway (Toeplitz over the outer IPv6
 source and destination, the usual 40-byte key, 128-entry RETA). A model, no packets."""
 import ipaddress, random, collections

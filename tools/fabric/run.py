@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-# Scenarios on the emulated leaf-spine fabric (fabric_lib.py, docs/fabric.md).
+# Scenarios on the emulated leaf-spine fabric (fabric_lib.py, docs/design/fabric.md).
 #
 #   run.py degraded  [--quick] [--out DIR]   (a) one spine uplink's rate cut: per-flow hashing
 #                                                without the engine vs the engine + reflection
@@ -115,7 +115,7 @@ def scenario_degraded(work, quick=False, variants=("hash", "engine", "balanced")
             log(f"scenario a, {variant}: engine {'on (reflection)' if engine else 'off'}")
             fab.shape(DEGRADED_SPINE, link)
             fab.precompile(degraded)
-            # Without an SRH the path id rides in the outer source (docs/engine.md).
+            # Without an SRH the path id rides in the outer source (docs/design/engine.md).
             params = dict(ENGINE_PARAMS, **{"path-id-in-source": source_path_id})
             fab.start_gateways(engine=engine, reflect=True, engine_params=params)
             fab.push_policies(mode="balanced" if variant == "balanced" else "flow", usid=usid)

@@ -2,7 +2,7 @@
 // The simulator on lib/pathalg topologies: hand-computed completion times on the 16-host
 // leaf-spine (symmetric, one LAG halved under equal spraying, rerouted by recomputed
 // weights) and the gateway's per-flow hashing against the path shares measured on the
-// emulated fabric (docs/fabric.md).
+// emulated fabric (docs/design/fabric.md).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -68,7 +68,7 @@ TEST(PathalgFabric, HalvedLagUnderSprayingAndRerouted) {
 }
 
 TEST(PathalgFabric, HashReproducesTheEmulatedFabricsPathShares) {
-  // docs/fabric.md: 16 QPs (DestQP 0x100..) from 10.0.0.1 to 10.0.1.1 over three equal
+  // docs/design/fabric.md: 16 QPs (DestQP 0x100..) from 10.0.0.1 to 10.0.1.1 over three equal
   // spines put 8 / 2 / 6 QPs on spines 1 / 2 / 3 (gateway path shares 0.50 / 0.13 / 0.37);
   // 8 QPs: 4 / 2 / 2 (0.50 / 0.25 / 0.25).
   const auto fab = make_pathalg_fabric(kTopologies + "/emulated-3spine.json", {}, {}, {});

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // fabricsim: collectives on a lib/pathalg topology under every path scheme of the gateway,
-// simulated at flow level (docs/fabricsim.md).
+// simulated at flow level (docs/design/fabricsim.md).
 //
 //   fabricsim run    --topology FILE [--degrade LINK[:FACTOR]]... [--collective C]
 //                    [--sizes 1M,64M,1G] [--schemes hash,spray,...] [--hash-seeds 1,2,3]

@@ -3,7 +3,7 @@
 # Writes the simulator's own topology files (lib/pathalg's format, YANG srv6gw-topology):
 #   topologies/leafspine-16.json    4 leaves x 4 spines x 4 hosts, 400G hosts, LAGs of 2 x 200G
 #                                   (non-blocking like the paper's fabric; fabricsim-smoke)
-#   topologies/emulated-3spine.json the emulated fabric of docs/fabric.md: hA - leafA - spine1..3
+#   topologies/emulated-3spine.json the emulated fabric of docs/design/fabric.md: hA - leafA - spine1..3
 #                                   - leafB - hB, leafA's uplinks 20 Mbit/s (the HTB shapers),
 #                                   everything else unshaped (veth: 10 Gbit/s here)
 # The 128-GPU and fat-tree examples come from lib/pathalg (config/examples).

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-# Runs of the flow-level simulator (docs/fabricsim.md).
+# Runs of the flow-level simulator (docs/design/fabricsim.md).
 #
 #   run.py paper    [--out DIR]   Figure 1(B)/(C) analogues: 128 GPUs, 8 leaves x 8 spines,
 #                                 symmetric and with one leaf-spine LAG halved
@@ -176,7 +176,7 @@ def run_extra(args):
     return res, text
 
 
-# The emulated fabric (docs/fabric.md): one host pair, three spines, uplinks shaped to 20
+# The emulated fabric (docs/design/fabric.md): one host pair, three spines, uplinks shaped to 20
 # Mbit/s, open-loop QPs. Frames: 1024-byte RoCE frames plus 80 bytes of encapsulation (outer
 # IPv6 40, SRH with two SIDs 40) on the shaped links.
 EMU_PAYLOAD = 1024 / 1104
@@ -347,7 +347,7 @@ def run_smoke(args):
     rr = mean_by(deg["runs"], "wspray", "recomputed", big)
     if not rr["cct_s"] < sp["cct_s"] * 0.95:
         failures.append(f"rerouting {rr['cct_s']:.6f} s does not beat spraying {sp['cct_s']:.6f} s")
-    # balanced counts load per first hop only: part of rerouting's gain (docs/fabricsim.md).
+    # balanced counts load per first hop only: part of rerouting's gain (docs/design/fabricsim.md).
     bal = mean_by(deg["runs"], "balanced", "recomputed", big)
     if not bal["cct_s"] < sp["cct_s"] * 0.95:
         failures.append(f"balanced, recomputed {bal['cct_s']:.6f} s does not beat spraying "

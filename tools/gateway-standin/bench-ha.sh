@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The controller's fan-out on etcd at 1,024 and 4,096 emulated gateways (docs/controller.md):
+# The controller's fan-out on etcd at 1,024 and 4,096 emulated gateways (docs/design/controller.md):
 # starts one etcd member on loopback and srv6gw-gateway-standin in a temporary folder, runs
 # build/tests/controller/bench-controller-ha for each size, stops both.
 #   bash tools/gateway-standin/bench-ha.sh [BUILD_DIR] [SIZES...]

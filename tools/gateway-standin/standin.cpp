@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // srv6gw-gateway-standin: a cheap stand-in for many srv6gw gateways' agents in one process,
-// for the controller's fan-out benchmark (docs/controller.md; controller-ha runs real srv6gw
+// for the controller's fan-out benchmark (docs/design/controller.md; controller-ha runs real srv6gw
 // daemons). One gRPC server on one unix socket plays every gateway, told apart by the request
 // authority (the controller sets it to the gateway's name on unix targets). Per gateway it keeps
 // the managed objects and the generation, and enforces Apply's expected_generation exactly as the

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// lossless-sink: the slow receiver of the lossless acceptance test (docs/lossless.md). It
+// lossless-sink: the slow receiver of the lossless acceptance test (docs/design/lossless.md). It
 // reads one DPDK port (e.g. a net_memif client facing the gateway's fabric port) at a paced
 // rate, optionally stops reading for a while (a paused receiver), writes every frame it gets
 // to a classic pcap for the checker, and can at the same time send the frames of a pcap

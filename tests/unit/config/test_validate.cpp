@@ -403,7 +403,7 @@ const Case kCases[] = {
     {"local_sids_over_capacity", [](auto& c) { c.capacities.local_sids = 2; },
      kLocal + "/local-sid[sid='fc00:0:1::100']", "capacities/local-sids (2)"},
 
-    // Path health probes (docs/probing.md).
+    // Path health probes (docs/design/probing.md).
     {"probe_interval", [](auto& c) { c.probe.interval_us = 50; },
      "/srv6gw:gateway/probe/interval-us", "100..10000000"},
     {"probe_loss_threshold", [](auto& c) { c.probe.loss_threshold = 0; },

@@ -101,7 +101,7 @@ TEST(Placement, HeuristicAloneNeverBeatsTheOptimumNorTheBound) {
 
 // The paper's 128-GPU leaf-spine: an AlltoAll (every GPU to every other, equal sizes) and
 // skewed random flows. Stated factor: within 1.10 x the lower bound (the measured ratios
-// are printed; see docs/pathalg.md).
+// are printed; see docs/design/pathalg.md).
 TEST(Placement, LargeInstancesWithinStatedFactorOfTheBound) {
   const Topology t = make_leaf_spine({});
   PathCache cache(t);

@@ -407,7 +407,7 @@ double simulate(const CompiledPolicy& p, unsigned flows, unsigned heavy_every,
   return double(*std::max_element(bytes.begin(), bytes.end())) / mean;
 }
 
-// The measurement behind the choice (printed; docs/daemon.md quotes it). Neither metric wins
+// The measurement behind the choice (printed; docs/design/daemon.md quotes it). Neither metric wins
 // every case: flows count exactly what placement controls (how many QPs share a link),
 // do not herd when QPs start together, and their byte tie-break splits heavy from light;
 // bytes only see the past (a new QP adds nothing until it has sent). The bounds below hold

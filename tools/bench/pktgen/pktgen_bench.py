@@ -8,7 +8,7 @@ Rig (one network namespace, two veth pairs, every port net_af_packet):
     pktgen port 0 (pg0) --veth-- gwh: DUT host port   | DUT fabric port: gwf --veth-- pg1 (pktgen port 1)
 
 On real hardware the same: pktgen's two NIC ports cabled to the gateway's host and fabric ports
-(see docs/pktgen.md).
+(see docs/design/pktgen.md).
 
 Encap direction: pktgen replays a RoCEv2 pcap from roce-gen (`-s 0:FILE`) on port 0; the DUT
 encapsulates (srv6gw) or forwards (testpmd io) toward port 1. Decap direction: pktgen replays on
@@ -1150,7 +1150,7 @@ def main():
         # Pktgen 23.03 cuts pcap frames to 1514 B unless started with -j, and -j sets MTU 9216
         # on its ports: net_af_packet (max frame 1518 B) and net_tap (1522 B) of DPDK 22.11
         # refuse it, net_pcap and net_memif have no MTU operation, and pktgen stops when the
-        # MTU cannot be set. On NIC ports -j works (docs/pktgen.md).
+        # MTU cannot be set. On NIC ports -j works (docs/design/pktgen.md).
         die(f"frames of {max(args.frames)} B: pktgen needs -j (jumbo) for frames above 1514 B, "
             f"and no kernel-facing DPDK 22.11 port takes the MTU 9216 that -j sets (af_packet "
             f"max frame 1518 B, tap 1522 B, pcap and memif cannot set an MTU); this rig runs up "

@@ -712,7 +712,8 @@ struct CommandLine {
     app.add_option("--timeout", cli.timeout_s, "seconds per call (default 60)")->group(conn);
     app.add_flag("--json", cli.json, "JSON (protobuf's mapping) instead of tables");
 
-    auto* apply = add("apply", "apply a batch of changes atomically (docs/design/agent.md)", cmd_apply);
+    auto* apply =
+        add("apply", "apply a batch of changes atomically (docs/design/agent.md)", cmd_apply);
     apply->add_option("-f,--file", a.file, "JSON changes file (ApplyRequest), - for stdin")
         ->type_name("FILE");
     add_write_options(apply, a);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The prober in the daemon (docs/design/probing.md): on the main lcore, every probe interval, builds
-// one probe per segment list of each policy that names a remote probe SID and hands them to
+// The prober in the daemon (docs/design/probing.md): on the main lcore, every probe interval,
+// builds one probe per segment list of each policy that names a remote probe SID and hands them to
 // worker 0 (Gateway::send_probes); drains the replies the workers received, feeds the
 // ProbeMonitor (sequence matching, RTT, loss, up/down), and turns its transitions into the
 // engine's probe down/up (EngineRunner::set_probe_state: published at once, streamed as

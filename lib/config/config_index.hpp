@@ -88,7 +88,8 @@ class ConfigIndex {
   std::unordered_map<uint16_t, Owner> path_owner_;
   std::map<net::Ipv6Addr, std::vector<Owner>> policy_sids_;  // SID -> lists that carry it
   std::map<net::Ipv6Addr, srv6::LocalSidBehavior> local_sids_;
-  // Policies that name a remote probe SID: they need a local end-probe SID (docs/design/probing.md).
+  // Policies that name a remote probe SID: they need a local end-probe SID
+  // (docs/design/probing.md).
   std::set<std::string> probed_policies_;
   // Rules by what they match (id), and QP ranges by scope then qp_low -> (qp_high, id).
   IndexMap<SteeringMatch, uint32_t, SteeringMatchHash> matches_;

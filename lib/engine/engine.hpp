@@ -54,7 +54,7 @@ namespace srv6gw::engine {
   X(recovery, "recovery")           /* additive increase after hold-down */                       \
   X(explicit_down, "explicit-down") /* controller */                                              \
   X(explicit_up, "explicit-up")     /* controller */                                              \
-  X(probe_down, "probe-down")       /* path health probes lost (docs/design/probing.md) */               \
+  X(probe_down, "probe-down")       /* path health probes lost (docs/design/probing.md) */        \
   X(probe_up, "probe-up")           /* probes answered again for the probe hold-down */
 
 enum class Reason : uint8_t { SRV6GW_ENUM_MEMBERS(SRV6GW_ENGINE_REASONS) count_ };

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Probe wire format (srv6/probe.hpp, docs/design/probing.md) on byte buffers: request layout byte by
-// byte, a round trip through emulated transit End nodes (segments left decremented, the
+// Probe wire format (srv6/probe.hpp, docs/design/probing.md) on byte buffers: request layout byte
+// by byte, a round trip through emulated transit End nodes (segments left decremented, the
 // destination rewritten, as RFC 8986 End does), reflection at the remote, the reply's way
 // back, and every refusal of parse().
 #include "srv6/probe.hpp"

@@ -141,7 +141,7 @@ struct LocalSid {
 
 // Lossless forwarding (container ports/lossless, docs/design/lossless.md).
 struct LosslessConfig {
-  bool enabled = false;  // opt-in until the stall in controller-fabric is understood
+  bool enabled = false;                 // opt-in until the stall in controller-fabric is understood
   uint16_t backlog_frames = 512;        // per direction and worker
   uint16_t ecn_threshold_frames = 128;  // 0 = no CE marking
   uint32_t storm_bound_ms = 200;        // pause-storm watchdog

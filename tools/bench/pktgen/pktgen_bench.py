@@ -868,6 +868,18 @@ def latency_through_dut(in_pcap, out_pcap):
             "p99_us": pick(0.99), "max_us": round(lat[-1], 1)}
 
 
+def tshark_rows(path, fields):
+    """tshark's fields of every frame of path, one list per frame (every occurrence of a field
+    joined with '|'); (rows, None) or ([], the error)."""
+    cmd = ["tshark", "-r", path, "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|"]
+    for f in fields:
+        cmd += ["-e", f]
+    res = run(cmd, check=False, timeout=300)
+    if res.returncode != 0:
+        return [], f"tshark failed: {res.stderr.strip()}"
+    return [line.split("\t") for line in res.stdout.splitlines()], None
+
+
 def check_sample(path, sent_pcap, expect, sids):
     """tshark: SRv6 encapsulated, SID list per (destination, QP); bytes: inner packet as sent,
     ICRC valid. Returns (frames checked, problems)."""
@@ -879,13 +891,9 @@ def check_sample(path, sent_pcap, expect, sids):
     fields = ["frame.number", "frame.protocols", "ipv6.routing.type", "ipv6.routing.segleft",
               "ipv6.routing.srh.addr", "ipv6.dst", "ip.dst", "infiniband.bth.destqp",
               "infiniband.invariant.crc"]
-    cmd = ["tshark", "-r", path, "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|"]
-    for f in fields:
-        cmd += ["-e", f]
-    res = run(cmd, check=False, timeout=300)
-    if res.returncode != 0:
-        return 0, [f"tshark failed: {res.stderr.strip()}"]
-    rows = [line.split("\t") for line in res.stdout.splitlines()]
+    rows, err = tshark_rows(path, fields)
+    if err:
+        return 0, [err]
     frames = read_pcap(path)
     problems = []
     if not rows:
@@ -949,13 +957,9 @@ def check_decap_sample(path, sent_pcap):
             inner.add(r[3])
     fields = ["frame.number", "frame.protocols", "eth.dst", "infiniband.bth.destqp",
               "infiniband.invariant.crc"]
-    cmd = ["tshark", "-r", path, "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|"]
-    for f in fields:
-        cmd += ["-e", f]
-    res = run(cmd, check=False, timeout=300)
-    if res.returncode != 0:
-        return 0, [f"tshark failed: {res.stderr.strip()}"]
-    rows = [line.split("\t") for line in res.stdout.splitlines()]
+    rows, err = tshark_rows(path, fields)
+    if err:
+        return 0, [err]
     problems = [] if rows else ["no frame captured at pktgen's receiving port"]
     for row, fr in zip(rows, read_pcap(path)):
         if len(problems) > 20:

@@ -8,8 +8,9 @@
 #   3. build-asan/   gcc with ASan + UBSan, the suites in SANITIZE_SUITES (default:
 #                    "unit integration": the unit tests and the daemon on vdevs and in
 #                    namespaces) (tools/sanitize.sh), minus the tests in suite
-#                    'no-sanitizer' (dumpcap: a DPDK secondary process cannot map an ASan
-#                    primary's memory). Names are reported as "asan:<test>".
+#                    'no-sanitizer' (each says why beside it in its meson.build: e.g.
+#                    dumpcap, a DPDK secondary process, cannot map an ASan primary's memory;
+#                    install-layout needs every target built). Names are "asan:<test>".
 # Every stage's results are summed into the last line; any failure makes the exit code 1.
 #
 # Environment: FUZZ_SECONDS (default 30) per fuzz target; CI_FUZZ=0 / CI_SANITIZE=0 skip

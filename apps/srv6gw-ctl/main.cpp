@@ -7,6 +7,8 @@
 #include <grpcpp/grpcpp.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -406,32 +408,59 @@ int cmd_stats(Ctx& c) {
   }
   auto n = [](uint64_t v) { return std::to_string(v); };
   std::cout << "generation " << s.generation() << "\n\n";
+  // A gateway with rails names them: a RAIL column and a table of per-rail totals. A single
+  // pair (its one implicit rail "0") prints as it always did.
+  bool named_rails = false;
+  for (const auto& p : s.ports()) named_rails |= !p.rail().empty() && p.rail() != "0";
+  auto with_rail = [named_rails](const std::string& rail, std::vector<std::string> row) {
+    if (named_rails) row.insert(row.begin(), rail);
+    return row;
+  };
   if (s.ports_size() > 0) {
-    Table t({"PORT", "NAME", "RX-PKTS", "RX-BYTES", "TX-PKTS", "TX-BYTES", "MISSED", "RX-ERR",
-             "TX-ERR", "NO-MBUF"});
+    Table t(with_rail("RAIL", {"PORT", "NAME", "RX-PKTS", "RX-BYTES", "TX-PKTS", "TX-BYTES",
+                               "MISSED", "RX-ERR", "TX-ERR", "NO-MBUF"}));
     for (const auto& p : s.ports()) {
-      t.add({p.role(), p.name(), n(p.rx_packets()), n(p.rx_bytes()), n(p.tx_packets()),
-             n(p.tx_bytes()), n(p.rx_missed()), n(p.rx_errors()), n(p.tx_errors()),
-             n(p.rx_nombuf())});
+      t.add(with_rail(p.rail(), {p.role(), p.name(), n(p.rx_packets()), n(p.rx_bytes()),
+                                 n(p.tx_packets()), n(p.tx_bytes()), n(p.rx_missed()),
+                                 n(p.rx_errors()), n(p.tx_errors()), n(p.rx_nombuf())}));
     }
     t.print(std::cout);
     std::cout << "\n";
   }
   {
-    Table t({"WORKER", "RX-HOST", "RX-FABRIC", "TX-HOST", "TX-FABRIC", "ENCAP", "DECAP", "PASS-H2F",
-             "PASS-F2H", "CNP", "OUTER-CE", "CE-MARKED", "DROPS"});
+    Table t(with_rail("RAIL",
+                      {"WORKER", "RX-HOST", "RX-FABRIC", "TX-HOST", "TX-FABRIC", "ENCAP", "DECAP",
+                       "PASS-H2F", "PASS-F2H", "CNP", "OUTER-CE", "CE-MARKED", "DROPS"}));
+    // Per rail, in order of first appearance: encap, decap, drops.
+    std::vector<std::pair<std::string, std::array<uint64_t, 3>>> rails;
     for (const auto& w : s.workers()) {
       uint64_t drops = 0;
       for (const auto& d : w.drops()) drops += d.value();
-      t.add({n(w.index()), n(w.rx_host()), n(w.rx_fabric()), n(w.tx_host()), n(w.tx_fabric()),
-             n(w.encap()), n(w.decap()), n(w.passed_host_to_fabric()), n(w.passed_fabric_to_host()),
-             n(w.cnp_seen()), n(w.outer_ce_seen()), n(w.inner_ce_marked()), n(drops)});
+      t.add(with_rail(
+          w.rail(),
+          {n(w.index()), n(w.rx_host()), n(w.rx_fabric()), n(w.tx_host()), n(w.tx_fabric()),
+           n(w.encap()), n(w.decap()), n(w.passed_host_to_fabric()), n(w.passed_fabric_to_host()),
+           n(w.cnp_seen()), n(w.outer_ce_seen()), n(w.inner_ce_marked()), n(drops)}));
+      auto it = std::find_if(rails.begin(), rails.end(),
+                             [&](const auto& r) { return r.first == w.rail(); });
+      if (it == rails.end())
+        it = rails.insert(rails.end(),
+                          std::pair<std::string, std::array<uint64_t, 3>>{w.rail(), {}});
+      it->second[0] += w.encap();
+      it->second[1] += w.decap();
+      it->second[2] += drops;
     }
     t.print(std::cout);
     uint64_t overflow = 0;
     for (const auto& w : s.workers()) overflow += w.balanced_overflow();
     if (overflow != 0) std::cout << "balanced overflow (placed by hash) " << overflow << "\n";
     std::cout << "\n";
+    if (named_rails) {
+      Table r({"RAIL", "ENCAP", "DECAP", "DROPS"});
+      for (const auto& [name, c] : rails) r.add({name, n(c[0]), n(c[1]), n(c[2])});
+      r.print(std::cout);
+      std::cout << "\n";
+    }
   }
   if (s.policies_size() > 0) {
     Table t({"POLICY", "SEGMENT-LIST", "PATH-ID", "WEIGHT", "FACTOR", "PACKETS", "BYTES",

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -19,11 +20,21 @@
 
 namespace srv6gw::app {
 
+// One rail as running (config::effective_rails(), same order): its ports and its workers.
+struct RailSetup {
+  config::Rail config;          // name, devices, queues, source, MACs, local SIDs
+  PortSetup* host = nullptr;    // rail 0: &App::host; others: in App::more_ports
+  PortSetup* fabric = nullptr;  // rail 0: &App::fabric
+  unsigned first_worker = 0;    // workers first_worker .. first_worker + config.queues - 1
+};
+
 struct App {
   Options options;
   config::GatewayConfig config;  // as loaded, with command-line overrides applied
-  PortSetup host;
+  PortSetup host;                // rail 0's (the single pair's) ports: link watch, prober
   PortSetup fabric;
+  std::deque<PortSetup> more_ports;  // the ports of rails 1..N-1 (stable addresses)
+  std::vector<RailSetup> rails;      // every rail, rail 0 first; set by bring_up
   Pools pools;
   std::unique_ptr<dataplane::Gateway> gateway;
   // Local SR engine; created by the control loop, used on the main lcore under control_mutex.
@@ -33,7 +44,8 @@ struct App {
   // The gRPC agent's event bus (null with --no-agent); set before the control loop starts,
   // cleared under control_mutex before the agent stops.
   agent::EventBus* event_bus = nullptr;
-  std::vector<unsigned> worker_lcores;  // worker i runs on worker_lcores[i], serves queue i
+  // Worker i runs on worker_lcores[i]; workers are numbered rail by rail (RailSetup).
+  std::vector<unsigned> worker_lcores;
   std::vector<WorkerArgs> worker_args;
   uint64_t start_tsc = 0;
   // Pool usage once the ports are up (RX rings filled) and before any worker runs: the

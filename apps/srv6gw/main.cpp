@@ -11,6 +11,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -69,92 +70,131 @@ std::vector<char*> c_argv(std::vector<std::string>& args) {
   return v;
 }
 
+// Multi-segment TX of one fabric port: what the PMD offers, or what --assume-multiseg-tx says.
+void settle_multiseg_tx(const App& app, PortSetup& fabric) {
+  if (!fabric.multiseg_tx && app.options.assume_multiseg_tx) {
+    spdlog::warn(
+        "fabric port {}: multi-segment TX assumed (--assume-multiseg-tx) although the "
+        "PMD does not advertise it",
+        fabric.name);
+    fabric.multiseg_tx = true;
+  }
+  if (!fabric.multiseg_tx)
+    spdlog::warn(
+        "fabric port {} has no multi-segment TX: encapsulations longer than the {} B "
+        "mbuf headroom (6+ SIDs) will be dropped as no_headroom",
+        fabric.name, RTE_PKTMBUF_HEADROOM);
+}
+
+// Resolves and probes the two ports of one rail into `rail.host`/`rail.fabric`; `used_ports`
+// collects the port ids of the rails before it (a port serves one rail).
+bool open_rail_ports(RailSetup& rail, bool named, std::vector<uint16_t>& used_ports) {
+  std::string error;
+  const std::string where = named ? "rail " + rail.config.name + ": " : std::string();
+  auto host_id = resolve_port(rail.config.host_port.device, error);
+  if (!host_id) {
+    spdlog::error("{}host port: {}", where, error);
+    return false;
+  }
+  auto fabric_id = resolve_port(rail.config.fabric_port.device, error);
+  if (!fabric_id) {
+    spdlog::error("{}fabric port: {}", where, error);
+    return false;
+  }
+  if (*host_id == *fabric_id) {
+    spdlog::error("{}host and fabric port are the same port ({}): a gateway needs two", where,
+                  rail.config.host_port.device);
+    return false;
+  }
+  for (uint16_t id : {*host_id, *fabric_id})
+    if (std::find(used_ports.begin(), used_ports.end(), id) != used_ports.end()) {
+      spdlog::error("{}port {} is already a port of another rail", where, id);
+      return false;
+    }
+  used_ports.insert(used_ports.end(), {*host_id, *fabric_id});
+  if (!probe_port(*host_id, "host", *rail.host, error) ||
+      !probe_port(*fabric_id, "fabric", *rail.fabric, error)) {
+    spdlog::error("{}{}", where, error);
+    return false;
+  }
+  return true;
+}
+
 // Brings every part of the gateway up; on failure logs why and returns false (the caller
 // tears down whatever was set up).
 bool bring_up(App& app) {
   std::string error;
-  auto host_id = resolve_port(app.config.host_port.device, error);
-  if (!host_id) {
-    spdlog::error("host port: {}", error);
-    return false;
+  std::vector<uint16_t> used_ports;
+  unsigned workers = 0;
+  uint16_t max_queues = 0;
+  std::vector<PortSetup*> all_ports;
+  for (config::Rail& rc : config::effective_rails(app.config)) {
+    RailSetup& rail = app.rails.emplace_back();
+    rail.config = std::move(rc);
+    const bool first = app.rails.size() == 1;
+    rail.host = first ? &app.host : &app.more_ports.emplace_back();
+    rail.fabric = first ? &app.fabric : &app.more_ports.emplace_back();
+    rail.first_worker = workers;
+    if (!open_rail_ports(rail, !app.config.rails.empty(), used_ports)) return false;
+    if (rail.config.queues == 0) {
+      spdlog::error("queues is 0: at least one worker queue is needed");
+      return false;
+    }
+    workers += rail.config.queues;
+    max_queues = std::max(max_queues, rail.config.queues);
+    all_ports.insert(all_ports.end(), {rail.host, rail.fabric});
   }
-  auto fabric_id = resolve_port(app.config.fabric_port.device, error);
-  if (!fabric_id) {
-    spdlog::error("fabric port: {}", error);
-    return false;
-  }
-  if (*host_id == *fabric_id) {
-    spdlog::error("host and fabric port are the same port ({}): a gateway needs two",
-                  app.config.host_port.device);
-    return false;
-  }
-  if (!probe_port(*host_id, "host", app.host, error) ||
-      !probe_port(*fabric_id, "fabric", app.fabric, error)) {
-    spdlog::error("{}", error);
-    return false;
-  }
-
-  const uint16_t queues = app.config.queues;
-  if (queues == 0) {
-    spdlog::error("queues is 0: at least one worker queue is needed");
-    return false;
-  }
-  if (rte_lcore_count() < 1u + queues) {
+  if (rte_lcore_count() < 1u + workers) {
     spdlog::error(
-        "{} queue(s) need {} lcores (main + one worker per queue); EAL has {}: "
-        "give EAL -l 0-{}",
-        queues, queues + 1, rte_lcore_count(), queues);
+        "{} worker(s) ({} rail(s), one per queue) need {} lcores (main + one per worker); EAL "
+        "has {}: give EAL -l 0-{} (or --lcores to map them onto fewer cores)",
+        workers, app.rails.size(), workers + 1, rte_lcore_count(), workers);
     return false;
   }
   unsigned lcore;
   RTE_LCORE_FOREACH_WORKER(lcore) {
-    if (app.worker_lcores.size() == queues) break;
+    if (app.worker_lcores.size() == workers) break;
     app.worker_lcores.push_back(lcore);
   }
-  if (rte_lcore_count() > 1u + queues)
-    spdlog::warn("{} lcores given, {} used (main + {} workers)", rte_lcore_count(), queues + 1,
-                 queues);
+  if (rte_lcore_count() > 1u + workers)
+    spdlog::warn("{} lcores given, {} used (main + {} workers)", rte_lcore_count(), workers + 1,
+                 workers);
 
-  if (!create_pools({&app.host, &app.fabric}, queues, queues, app.config.mbufs, app.pools, error)) {
+  if (!create_pools(all_ports, max_queues, workers, app.config.mbufs, app.pools, error)) {
     spdlog::error("{}", error);
     return false;
   }
-  if (!configure_and_start(app.host, queues, app.pools.packets_for(app.host.socket), true, error) ||
-      !configure_and_start(app.fabric, queues, app.pools.packets_for(app.fabric.socket), true,
-                           error)) {
-    spdlog::error("{}", error);
-    return false;
+  std::vector<dataplane::RailEnv> rail_envs;
+  for (RailSetup& rail : app.rails) {
+    const uint16_t queues = rail.config.queues;
+    if (!configure_and_start(*rail.host, queues, app.pools.packets_for(rail.host->socket), true,
+                             error) ||
+        !configure_and_start(*rail.fabric, queues, app.pools.packets_for(rail.fabric->socket), true,
+                             error)) {
+      spdlog::error("{}", error);
+      return false;
+    }
+    configure_pause(*rail.host, rail.config.host_port.lossless.enabled);
+    configure_pause(*rail.fabric, rail.config.fabric_port.lossless.enabled);
+    settle_multiseg_tx(app, *rail.fabric);
+    dataplane::RailEnv& env = rail_envs.emplace_back();
+    env.ports.host_port_mac = rail.host->mac;
+    env.ports.fabric_port_mac = rail.fabric->mac;
+    env.ports.fabric_multiseg_tx = rail.fabric->multiseg_tx;
+    env.workers = queues;
   }
-  configure_pause(app.host, app.config.host_port.lossless.enabled);
-  configure_pause(app.fabric, app.config.fabric_port.lossless.enabled);
-  if (!app.fabric.multiseg_tx && app.options.assume_multiseg_tx) {
-    spdlog::warn(
-        "fabric port {}: multi-segment TX assumed (--assume-multiseg-tx) although the "
-        "PMD does not advertise it",
-        app.fabric.name);
-    app.fabric.multiseg_tx = true;
-  }
-  if (!app.fabric.multiseg_tx)
-    spdlog::warn(
-        "fabric port {} has no multi-segment TX: encapsulations longer than the {} B "
-        "mbuf headroom (6+ SIDs) will be dropped as no_headroom",
-        app.fabric.name, RTE_PKTMBUF_HEADROOM);
 
-  dataplane::PortEnv env;
-  env.host_port_mac = app.host.mac;
-  env.fabric_port_mac = app.fabric.mac;
-  env.fabric_multiseg_tx = app.fabric.multiseg_tx;
   config::ConfigError cerr;
-  app.gateway = dataplane::Gateway::create(app.config, queues, env,
+  app.gateway = dataplane::Gateway::create(app.config, rail_envs,
                                            app.pools.headers_for(app.fabric.socket), cerr);
   if (!app.gateway) {
     spdlog::error("gateway refused the configuration: {}{}{}", cerr.path,
                   cerr.path.empty() ? "" : ": ", cerr.message);
     return false;
   }
-  if (app.gateway->worker_count() != queues) {
+  if (app.gateway->worker_count() != workers) {
     spdlog::error("gateway created {} worker contexts for {} queues", app.gateway->worker_count(),
-                  queues);
+                  workers);
     return false;
   }
   return true;
@@ -172,19 +212,26 @@ LosslessParams lossless_params(const config::LosslessConfig& c) {
 void launch_workers(App& app) {
   const uint64_t drain_tsc = uint64_t(double(rte_get_tsc_hz()) * kDrainSeconds);
   app.worker_args.resize(app.worker_lcores.size());
-  for (size_t i = 0; i < app.worker_lcores.size(); ++i) {
-    WorkerArgs& a = app.worker_args[i];
-    a.gateway = app.gateway.get();
-    a.context = app.gateway->worker(unsigned(i));
-    a.host_port = app.host.port_id;
-    a.fabric_port = app.fabric.port_id;
-    a.queue = uint16_t(i);
-    a.drain_tsc = drain_tsc;
-    a.to_fabric = lossless_params(app.config.fabric_port.lossless);
-    a.to_host = lossless_params(app.config.host_port.lossless);
-    rte_eal_remote_launch(worker_main, &a, app.worker_lcores[i]);
-    spdlog::info("worker {} on lcore {} serves queue {} of {} and {}", i, app.worker_lcores[i], i,
-                 app.host.name, app.fabric.name);
+  for (const RailSetup& rail : app.rails) {
+    for (uint16_t q = 0; q < rail.config.queues; ++q) {
+      const size_t i = rail.first_worker + q;
+      WorkerArgs& a = app.worker_args[i];
+      a.gateway = app.gateway.get();
+      a.context = app.gateway->worker(unsigned(i));
+      a.host_port = rail.host->port_id;
+      a.fabric_port = rail.fabric->port_id;
+      a.queue = q;
+      a.drain_tsc = drain_tsc;
+      a.to_fabric = lossless_params(rail.config.fabric_port.lossless);
+      a.to_host = lossless_params(rail.config.host_port.lossless);
+      rte_eal_remote_launch(worker_main, &a, app.worker_lcores[i]);
+      if (app.config.rails.empty())
+        spdlog::info("worker {} on lcore {} serves queue {} of {} and {}", i, app.worker_lcores[i],
+                     q, rail.host->name, rail.fabric->name);
+      else
+        spdlog::info("worker {} on lcore {} serves rail {} queue {} of {} and {}", i,
+                     app.worker_lcores[i], rail.config.name, q, rail.host->name, rail.fabric->name);
+    }
   }
   const config::LosslessConfig& ll = app.config.fabric_port.lossless;
   if (ll.enabled)
@@ -254,16 +301,19 @@ void control_loop(App& app, ServiceNotifier& service) {
       break;
     }
     if (app.options.until_idle_ms) {
-      rte_eth_stats hs{}, fs{};
-      rte_eth_stats_get(app.host.port_id, &hs);
-      rte_eth_stats_get(app.fabric.port_id, &fs);
-      const uint64_t rx = hs.ipackets + fs.ipackets;
+      uint64_t rx = 0;
+      for (const RailSetup& rail : app.rails)
+        for (const PortSetup* p : {rail.host, rail.fabric}) {
+          rte_eth_stats st{};
+          rte_eth_stats_get(p->port_id, &st);
+          rx += st.ipackets;
+        }
       if (rx != last_rx) {
         last_rx = rx;
         last_rx_change = now;
       } else if (rx != 0 &&
                  now - last_rx_change >= std::chrono::milliseconds(*app.options.until_idle_ms)) {
-        spdlog::info("both RX ports idle for {} ms after {} packets", *app.options.until_idle_ms,
+        spdlog::info("every RX port idle for {} ms after {} packets", *app.options.until_idle_ms,
                      rx);
         break;
       }
@@ -359,8 +409,9 @@ void tear_down(App& app) {
     std::lock_guard lock(app.control_mutex);
     app.running = false;
   }
-  for (PortSetup* p : {&app.host, &app.fabric})
-    if (!p->name.empty()) stop_and_close(*p);
+  for (const RailSetup& rail : app.rails)
+    for (PortSetup* p : {rail.host, rail.fabric})
+      if (!p->name.empty()) stop_and_close(*p);
   app.prober.reset();   // holds the engine
   app.engine.reset();   // holds the Gateway
   app.gateway.reset();  // after the ports: no mbuf from its header pool is left in a ring
@@ -407,10 +458,16 @@ int run(int argc, char** argv) {
     return 1;
   }
   app.config = std::move(std::get<config::GatewayConfig>(loaded));
+  if ((app.options.host_port || app.options.fabric_port) && !app.config.rails.empty()) {
+    std::cerr << "srv6gw: --host-port/--fabric-port name the ports of a single pair; "
+              << app.options.config_path << " has rails (set their ports there)\n";
+    return 1;
+  }
   if (app.options.host_port) app.config.host_port.device = *app.options.host_port;
   if (app.options.fabric_port) app.config.fabric_port.device = *app.options.fabric_port;
   if (app.options.stats_interval_ms) app.config.stats_interval_ms = *app.options.stats_interval_ms;
-  if (app.config.host_port.device.empty() || app.config.fabric_port.device.empty()) {
+  if (app.config.rails.empty() &&
+      (app.config.host_port.device.empty() || app.config.fabric_port.device.empty())) {
     std::cerr << "srv6gw: no " << (app.config.host_port.device.empty() ? "host" : "fabric")
               << " port: set it in the configuration or with --"
               << (app.config.host_port.device.empty() ? "host" : "fabric") << "-port\n";
@@ -476,9 +533,13 @@ int run(int argc, char** argv) {
     // The agent starts before the workers: a gateway whose control path cannot listen (socket
     // in use, bad certificates) stops here instead of forwarding unmanaged.
     agent::GatewaySink sink(*app.gateway, &app.control_mutex, [] {
-      return std::vector<agent::PortCounters>{
-          agent::ethdev_port_counters(app.host.port_id, "host", app.host.name),
-          agent::ethdev_port_counters(app.fabric.port_id, "fabric", app.fabric.name)};
+      std::vector<agent::PortCounters> ports;
+      for (const RailSetup& rail : app.rails)
+        for (const PortSetup* p : {rail.host, rail.fabric}) {
+          ports.push_back(agent::ethdev_port_counters(p->port_id, p->role, p->name));
+          ports.back().rail = rail.config.name;
+        }
+      return ports;
     });
     sink.set_probe_source([] {  // under control_mutex (GatewaySink::stats)
       return app.running && app.prober ? app.prober->monitor().paths()
@@ -523,7 +584,10 @@ int run(int argc, char** argv) {
       }
       launch_workers(app);
       ServiceNotifier service;
-      service.ready("forwarding " + app.host.name + " <-> " + app.fabric.name);
+      std::string pairs;
+      for (const RailSetup& rail : app.rails)
+        pairs += (pairs.empty() ? "" : ", ") + rail.host->name + " <-> " + rail.fabric->name;
+      service.ready("forwarding " + pairs);
       control_loop(app, service);
       service.stopping();
       metrics.reset();  // no scrape reads the agent or the gateway past this point

@@ -98,8 +98,10 @@ void add_worker_counters(Families& out, const Snapshot& s) {
                 &out.counter("srv6gw_worker_" + base + (tsc ? "_seconds_total" : "_total"),
                              worker_counter_help(n)));
           }
-          Families::sample(*by_counter[i++], tsc ? double(value) / tsc_hz : double(value),
-                           {{"worker", std::to_string(w)}});
+          Labels l{{"worker", std::to_string(w)}};
+          // A single pair keeps its labels as they were; rails name theirs.
+          if (s.named_rails) l.push_back({"rail", s.worker_rails[w]});
+          Families::sample(*by_counter[i++], tsc ? double(value) / tsc_hz : double(value), l);
         },
         [](const dataplane::CounterGroup&) {});
   }
@@ -145,8 +147,12 @@ void add_ports(Families& out, const Snapshot& s) {
   };
   for (const Field& field : kFields) {
     MetricFamily& f = out.counter(field.name, field.help);
-    for (const PortSnapshot* p : {&s.host, &s.fabric})
-      Families::sample(f, double(p->eth.*field.member), {{"port", p->role}, {"device", p->name}});
+    for (const RailSnapshot& rail : s.rails)
+      for (const PortSnapshot* p : {&rail.host, &rail.fabric}) {
+        Labels l{{"port", p->role}, {"device", p->name}};
+        if (s.named_rails) l.push_back({"rail", rail.name});
+        Families::sample(f, double(p->eth.*field.member), l);
+      }
   }
 }
 

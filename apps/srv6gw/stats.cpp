@@ -24,13 +24,28 @@ Snapshot take_snapshot(App& app) {
     s.workers.push_back(app.gateway->worker_counters(i));
     accumulate(s.total, s.workers.back());
   }
-  for (auto [setup, snap] : {std::pair{&app.host, &s.host}, std::pair{&app.fabric, &s.fabric}}) {
-    snap->role = setup->role;
-    snap->name = setup->name;
-    snap->id = setup->port_id;
-    snap->mac = setup->mac;
-    rte_eth_stats_get(setup->port_id, &snap->eth);
+  auto port_snapshot = [](const PortSetup& setup, PortSnapshot& snap) {
+    snap.role = setup.role;
+    snap.name = setup.name;
+    snap.id = setup.port_id;
+    snap.mac = setup.mac;
+    rte_eth_stats_get(setup.port_id, &snap.eth);
+  };
+  port_snapshot(app.host, s.host);
+  port_snapshot(app.fabric, s.fabric);
+  for (const RailSetup& rail : app.rails) {
+    RailSnapshot& r = s.rails.emplace_back();
+    r.name = rail.config.name;
+    port_snapshot(*rail.host, r.host);
+    port_snapshot(*rail.fabric, r.fabric);
+    for (unsigned i = rail.first_worker; i < rail.first_worker + rail.config.queues && i < n; ++i)
+      accumulate(r.total, s.workers[i]);
   }
+  s.named_rails = !app.config.rails.empty();
+  s.worker_rails.resize(n);
+  for (const RailSetup& rail : app.rails)
+    for (unsigned i = rail.first_worker; i < rail.first_worker + rail.config.queues && i < n; ++i)
+      s.worker_rails[i] = rail.config.name;
   s.pools = app.pools.usage();
   return s;
 }
@@ -90,11 +105,12 @@ std::string final_report(const App& app, const Snapshot& s,
   out(fmt::format("{:<7} {:<16} {:>4} {:>12} {:>14} {:>12} {:>14} {:>9} {:>9} {:>9} {:>9}", "port",
                   "name", "id", "rx-packets", "rx-bytes", "tx-packets", "tx-bytes", "rx-missed",
                   "rx-errors", "tx-errors", "rx-nombuf"));
-  for (const PortSnapshot* p : {&s.host, &s.fabric})
-    out(fmt::format("{:<7} {:<16} {:>4} {:>12} {:>14} {:>12} {:>14} {:>9} {:>9} {:>9} {:>9}",
-                    p->role, p->name, p->id, p->eth.ipackets, p->eth.ibytes, p->eth.opackets,
-                    p->eth.obytes, p->eth.imissed, p->eth.ierrors, p->eth.oerrors,
-                    p->eth.rx_nombuf));
+  for (const RailSnapshot& rail : s.rails)
+    for (const PortSnapshot* p : {&rail.host, &rail.fabric})
+      out(fmt::format("{:<7} {:<16} {:>4} {:>12} {:>14} {:>12} {:>14} {:>9} {:>9} {:>9} {:>9}",
+                      p->role, p->name, p->id, p->eth.ipackets, p->eth.ibytes, p->eth.opackets,
+                      p->eth.obytes, p->eth.imissed, p->eth.ierrors, p->eth.oerrors,
+                      p->eth.rx_nombuf));
   out("");
   out(
       fmt::format("{:<7} {:>5} {:>5} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} "
@@ -110,10 +126,16 @@ std::string final_report(const App& app, const Snapshot& s,
                     c.decap, c.passed_host_to_fabric, c.passed_fabric_to_host, total_drops(c),
                     cycles_per_packet(c.busy_tsc, c.rx_host + c.rx_fabric)));
   };
-  for (size_t i = 0; i < s.workers.size(); ++i)
-    worker_row(std::to_string(i),
-               i < app.worker_lcores.size() ? std::to_string(app.worker_lcores[i]) : "-",
-               std::to_string(i), s.workers[i]);
+  for (const RailSetup& rail : app.rails)
+    for (unsigned q = 0; q < rail.config.queues; ++q) {
+      const size_t i = rail.first_worker + q;
+      if (i >= s.workers.size()) break;
+      worker_row(std::to_string(i),
+                 i < app.worker_lcores.size() ? std::to_string(app.worker_lcores[i]) : "-",
+                 std::to_string(q), s.workers[i]);
+    }
+  if (s.rails.size() > 1)
+    for (const RailSnapshot& rail : s.rails) worker_row("rail " + rail.name, "", "", rail.total);
   worker_row("total", "", "", s.total);
   out("");
 
@@ -160,19 +182,21 @@ std::string final_json(const App& app, const Snapshot& s,
   using nlohmann::json;
   json j;
   j["elapsed_s"] = seconds_between(app.start_tsc, s.tsc);
-  json& ports = j["ports"] = json::object();
-  for (const PortSnapshot* p : {&s.host, &s.fabric})
-    ports[p->role] = {{"name", p->name},
-                      {"id", p->id},
-                      {"mac", net::to_string(p->mac)},
-                      {"ipackets", p->eth.ipackets},
-                      {"ibytes", p->eth.ibytes},
-                      {"opackets", p->eth.opackets},
-                      {"obytes", p->eth.obytes},
-                      {"imissed", p->eth.imissed},
-                      {"ierrors", p->eth.ierrors},
-                      {"oerrors", p->eth.oerrors},
-                      {"rx_nombuf", p->eth.rx_nombuf}};
+  auto port_json = [](const PortSnapshot* p) {
+    return json{{"name", p->name},
+                {"id", p->id},
+                {"mac", net::to_string(p->mac)},
+                {"ipackets", p->eth.ipackets},
+                {"ibytes", p->eth.ibytes},
+                {"opackets", p->eth.opackets},
+                {"obytes", p->eth.obytes},
+                {"imissed", p->eth.imissed},
+                {"ierrors", p->eth.ierrors},
+                {"oerrors", p->eth.oerrors},
+                {"rx_nombuf", p->eth.rx_nombuf}};
+  };
+  json& ports = j["ports"] = json::object();  // rail 0's (the single pair's)
+  for (const PortSnapshot* p : {&s.host, &s.fabric}) ports[p->role] = port_json(p);
   auto counters_json = [](const WorkerCounters& c) {
     json o;
     dataplane::for_each_counter(
@@ -192,6 +216,18 @@ std::string final_json(const App& app, const Snapshot& s,
   j["total"] = counters_json(s.total);
   json& workers = j["workers"] = json::array();
   for (const WorkerCounters& w : s.workers) workers.push_back(counters_json(w));
+  // Per rail: its ports and its workers summed (one entry, "0", for a single pair).
+  json& rails = j["rails"] = json::array();
+  for (size_t r = 0; r < s.rails.size() && r < app.rails.size(); ++r) {
+    const RailSnapshot& rs = s.rails[r];
+    json o = counters_json(rs.total);
+    o["name"] = rs.name;
+    o["first_worker"] = app.rails[r].first_worker;
+    o["workers"] = app.rails[r].config.queues;
+    o["host"] = port_json(&rs.host);
+    o["fabric"] = port_json(&rs.fabric);
+    rails.push_back(std::move(o));
+  }
   // mbufs out of each pool now and when the workers started: equal once traffic has stopped,
   // unless the data path leaks (tests/integration/test_malformed_corpus.py, tools/soak.py).
   json& pools = j["mempools"] = json::array();

@@ -25,12 +25,22 @@ struct PortSnapshot {
   rte_eth_stats eth{};
 };
 
+// One rail's ports and its workers' counters summed (every rail, single pair included).
+struct RailSnapshot {
+  std::string name;
+  PortSnapshot host, fabric;
+  dataplane::WorkerCounters total;
+};
+
 struct Snapshot {
   uint64_t tsc = 0;
   dataplane::WorkerCounters total;
   std::vector<dataplane::WorkerCounters> workers;
-  PortSnapshot host, fabric;
-  std::vector<Pools::Usage> pools;  // same order as App::pools_at_start
+  PortSnapshot host, fabric;  // rail 0's
+  std::vector<RailSnapshot> rails;
+  std::vector<std::string> worker_rails;  // index = worker: its rail's name
+  bool named_rails = false;               // the configuration has rails (not a single pair)
+  std::vector<Pools::Usage> pools;        // same order as App::pools_at_start
 };
 
 using dataplane::accumulate;

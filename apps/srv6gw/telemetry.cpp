@@ -233,6 +233,29 @@ int cmd_config(const char*, const char*, rte_tel_data* d) {
   });
 }
 
+// Per rail: its ports and its workers' totals, parameter = a rail name (optional).
+int cmd_rails(const char*, const char* params, rte_tel_data* d) {
+  const std::string want = params ? params : "";
+  return answer([d, &want](App& app) {
+    Snapshot s = take_snapshot(app);
+    rte_tel_data_start_dict(d);
+    for (size_t r = 0; r < s.rails.size() && r < app.rails.size(); ++r) {
+      const RailSnapshot& rs = s.rails[r];
+      if (!want.empty() && rs.name != want) continue;
+      rte_tel_data* rail = rte_tel_data_alloc();
+      if (!rail) continue;
+      rte_tel_data_start_dict(rail);
+      add_counters(rail, rs.total);
+      rte_tel_data_add_dict_u64(rail, "first_worker", app.rails[r].first_worker);
+      rte_tel_data_add_dict_u64(rail, "workers", app.rails[r].config.queues);
+      add_container(rail, "host_port", port_container(rs.host));
+      add_container(rail, "fabric_port", port_container(rs.fabric));
+      rte_tel_data_add_dict_container(d, clip(rs.name).c_str(), rail, 0);
+    }
+    return 0;
+  });
+}
+
 }  // namespace
 
 void register_telemetry(App& app) {
@@ -248,6 +271,8 @@ void register_telemetry(App& app) {
   rte_telemetry_register_cmd("/srv6gw/probes", cmd_probes,
                              "srv6gw path health probes per segment list: state, loss, RTT. "
                              "No parameters");
+  rte_telemetry_register_cmd("/srv6gw/rails", cmd_rails,
+                             "srv6gw totals and ports per rail. Parameter: rail name (optional)");
   rte_telemetry_register_cmd("/srv6gw/config", cmd_config,
                              "srv6gw running configuration summary. No parameters");
 }

@@ -204,12 +204,14 @@ void to_proto(const StatsSnapshot& st, uint64_t generation, v1::Stats& resp) {
     o->set_rx_errors(p.rx_errors);
     o->set_tx_errors(p.tx_errors);
     o->set_rx_nombuf(p.rx_nombuf);
+    o->set_rail(p.rail);
   }
   std::vector<std::pair<std::string, uint64_t>> totals;
   for (size_t i = 0; i < st.workers.size(); ++i) {
     const auto& w = st.workers[i];
     auto* o = resp.add_workers();
     worker_to_proto(unsigned(i), w, *o);
+    o->set_rail(i < st.worker_rails.size() ? st.worker_rails[i] : config::kImplicitRailName);
     size_t k = 0;
     for_each_drop(w, [&](std::string name, uint64_t value) {
       if (k == totals.size()) totals.emplace_back(name, 0);

@@ -34,6 +34,11 @@ StatsSnapshot GatewaySink::stats() {
   const unsigned n = gateway_.worker_count();
   s.workers.reserve(n);
   for (unsigned i = 0; i < n; ++i) s.workers.push_back(gateway_.worker_counters(i));
+  const std::vector<config::Rail> rails = config::effective_rails(gateway_.running_config());
+  for (unsigned i = 0; i < n; ++i) {
+    const unsigned r = gateway_.worker_rail(i);
+    s.worker_rails.push_back(r < rails.size() ? rails[r].name : config::kImplicitRailName);
+  }
   s.paths = gateway_.path_stats();
   if (probes_) s.probes = probes_();
   return s;

@@ -136,14 +136,48 @@ class JsonWriter {
   bool ok_ = true;
 };
 
+void write_local_sids(const std::vector<LocalSid>& sids, JsonWriter& w) {
+  w.open_object("local-sids");
+  w.open_array("local-sid");
+  for (const LocalSid& ls : sids) {
+    w.open_object();
+    w.string("sid", net::to_string(ls.sid));
+    w.string("behavior", yang_name(ls.behavior));
+    w.close_object();
+  }
+  w.close_array();
+  w.close_object();
+}
+
+void write_rails(const std::vector<Rail>& rails, JsonWriter& w) {
+  w.open_object("rails");
+  w.open_array("rail");
+  for (const Rail& r : rails) {
+    w.open_object();
+    w.string("name", r.name);
+    w.string("host", r.host_port.device);
+    w.string("fabric", r.fabric_port.device);
+    w.number("queues", r.queues);
+    if (r.source) w.string("source-address", net::to_string(*r.source));
+    if (r.fabric_nexthop_mac) w.string("fabric-nexthop-mac", net::to_string(*r.fabric_nexthop_mac));
+    if (r.host_mac) w.string("host-mac", net::to_string(*r.host_mac));
+    if (!r.local_sids.empty()) write_local_sids(r.local_sids, w);
+    w.close_object();
+  }
+  w.close_array();
+  w.close_object();
+}
+
 void write_config(const GatewayConfig& cfg, JsonWriter& w) {
   w.open_object();
   w.open_object("srv6gw:gateway");
 
   w.open_object("ports");
-  w.string("host", cfg.host_port.device);
-  w.string("fabric", cfg.fabric_port.device);
-  w.number("queues", cfg.queues);
+  if (cfg.rails.empty()) {  // with rails, each rail names its ports (config/validate.cpp)
+    w.string("host", cfg.host_port.device);
+    w.string("fabric", cfg.fabric_port.device);
+    w.number("queues", cfg.queues);
+  }
   w.number("mbufs", cfg.mbufs);
   w.boolean("transparent-mac", cfg.transparent_mac);
   if (cfg.fabric_nexthop_mac)
@@ -305,18 +339,8 @@ void write_config(const GatewayConfig& cfg, JsonWriter& w) {
     w.close_object();
   }
 
-  if (!cfg.local_sids.empty()) {
-    w.open_object("local-sids");
-    w.open_array("local-sid");
-    for (const LocalSid& ls : cfg.local_sids) {
-      w.open_object();
-      w.string("sid", net::to_string(ls.sid));
-      w.string("behavior", yang_name(ls.behavior));
-      w.close_object();
-    }
-    w.close_array();
-    w.close_object();
-  }
+  if (!cfg.local_sids.empty()) write_local_sids(cfg.local_sids, w);
+  if (!cfg.rails.empty()) write_rails(cfg.rails, w);
 
   w.close_object();
   w.close_object();

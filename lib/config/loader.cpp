@@ -460,6 +460,34 @@ LocalSid map_local_sid(const lyd_node* n) {
   return ls;
 }
 
+Rail map_rail(const lyd_node* n) {
+  Rail r;
+  for_children(n, [&](const lyd_node* c, std::string_view name) {
+    if (name == "name") {
+      r.name = std::string(value_of(c));
+    } else if (name == "host") {
+      r.host_port.device = std::string(value_of(c));
+    } else if (name == "fabric") {
+      r.fabric_port.device = std::string(value_of(c));
+    } else if (name == "queues") {
+      r.queues = as_uint<uint16_t>(c);
+    } else if (name == "source-address") {
+      r.source = as_ipv6(c);
+    } else if (name == "fabric-nexthop-mac") {
+      r.fabric_nexthop_mac = as_mac(c);
+    } else if (name == "host-mac") {
+      r.host_mac = as_mac(c);
+    } else if (name == "local-sids") {
+      for_children(c, [&](const lyd_node* l, std::string_view) {
+        r.local_sids.push_back(map_local_sid(l));
+      });
+    } else {
+      fail(c, "unexpected node");
+    }
+  });
+  return r;
+}
+
 GatewayConfig map_gateway(const lyd_node* gw) {
   GatewayConfig cfg;
   for_children(gw, [&](const lyd_node* c, std::string_view name) {
@@ -489,6 +517,9 @@ GatewayConfig map_gateway(const lyd_node* gw) {
       for_children(c, [&](const lyd_node* l, std::string_view) {
         cfg.local_sids.push_back(map_local_sid(l));
       });
+    } else if (name == "rails") {
+      for_children(c,
+                   [&](const lyd_node* r, std::string_view) { cfg.rails.push_back(map_rail(r)); });
     } else {
       fail(c, "unexpected node");
     }
@@ -531,6 +562,11 @@ LoadResult load_config_json(std::string_view json) {
   GatewayConfig cfg;
   try {
     cfg = map_gateway(gateway);
+    // The one ports/lossless applies to every rail's ports as to the single pair's.
+    for (Rail& r : cfg.rails) {
+      r.host_port.lossless = cfg.host_port.lossless;
+      r.fabric_port.lossless = cfg.fabric_port.lossless;
+    }
   } catch (const yang::NodeError& e) {
     return e.error;
   }

@@ -83,6 +83,28 @@ std::string local_sid_path(const net::Ipv6Addr& sid) {
   return std::string(kRootPath) + "/local-sids/local-sid[sid=" + quoted(net::to_string(sid)) + "]";
 }
 
+std::string rail_path(std::string_view rail) {
+  return std::string(kRootPath) + "/rails/rail[name=" + quoted(rail) + "]";
+}
+
+std::string rail_local_sid_path(std::string_view rail, const net::Ipv6Addr& sid) {
+  return rail_path(rail) + "/local-sids/local-sid[sid=" + quoted(net::to_string(sid)) + "]";
+}
+
+std::vector<Rail> effective_rails(const GatewaySettings& cfg) {
+  if (!cfg.rails.empty()) return cfg.rails;
+  Rail r;
+  r.name = kImplicitRailName;
+  r.host_port = cfg.host_port;
+  r.fabric_port = cfg.fabric_port;
+  r.queues = cfg.queues;
+  return {r};  // source, MACs: the gateway-wide ones; local SIDs: the shared list
+}
+
+net::Ipv6Addr rail_source(const GatewaySettings& cfg, const Rail& rail) {
+  return rail.source.value_or(cfg.source);
+}
+
 std::string sid_path(const std::string& segment_list_path, const net::Ipv6Addr& sid) {
   return segment_list_path + "/sid[.=" + quoted(net::to_string(sid)) + "]";
 }

@@ -167,7 +167,27 @@ struct Capacities {
   friend bool operator==(const Capacities&, const Capacities&) = default;
 };
 
-struct GatewayConfig {
+// One rail of a multi-rail gateway (container rails, docs/design/rails.md): a host/fabric
+// port pair with its own workers, outer source address, MACs and local SIDs. Policies and
+// steering rules are shared by every rail (one table, whatever the number of rails).
+struct Rail {
+  std::string name;  // list key; the implicit rail of a single-pair configuration is "0"
+  PortRole host_port;
+  PortRole fabric_port;
+  uint16_t queues = 1;                  // RX/TX queues per port = worker lcores of this rail
+  std::optional<net::Ipv6Addr> source;  // default: the gateway's source-address
+  std::optional<net::MacAddr> fabric_nexthop_mac;  // default: ports/fabric-nexthop-mac
+  std::optional<net::MacAddr> host_mac;            // default: ports/host-mac
+  std::vector<LocalSid> local_sids;                // matched only on this rail's fabric port
+  friend bool operator==(const Rail&, const Rail&) = default;
+};
+inline constexpr size_t kMaxRails = 64;
+inline constexpr const char* kImplicitRailName = "0";
+
+// The configuration without its steering rules: what the policy runtime keeps of the
+// configuration in force (it never copies a million rules), copied as a whole so that a
+// member added here needs no change there.
+struct GatewaySettings {
   PortRole host_port;
   PortRole fabric_port;
   uint16_t queues = 1;  // RX/TX queues per port = worker lcores
@@ -185,10 +205,22 @@ struct GatewayConfig {
   engine::Params engine;      // local SR engine (container engine)
   engine::ProbeParams probe;  // path health probing (container probe)
   std::vector<Policy> policies;
+  std::vector<LocalSid> local_sids;  // shared: matched on every rail's fabric port
+  // Several rails (empty = the single pair above: ports/host, ports/fabric, ports/queues).
+  std::vector<Rail> rails;
+  friend bool operator==(const GatewaySettings&, const GatewaySettings&) = default;
+};
+
+struct GatewayConfig : GatewaySettings {
   std::vector<SteeringRule> steering;
-  std::vector<LocalSid> local_sids;
   friend bool operator==(const GatewayConfig&, const GatewayConfig&) = default;
 };
+
+// The rails the gateway runs: cfg.rails, or the one implicit rail (kImplicitRailName) made of
+// the top-level ports, queues, source and MACs of a single-pair configuration.
+std::vector<Rail> effective_rails(const GatewaySettings& cfg);
+// The rail's outer source: its own, else the gateway's source-address.
+net::Ipv6Addr rail_source(const GatewaySettings& cfg, const Rail& rail);
 
 // A refusal names the offending field by its path in the configuration tree, as YANG does
 // (e.g. "/srv6gw:gateway/policies/policy[name='p1']/segment-list[name='a']/sid") and why.
@@ -206,6 +238,8 @@ std::string segment_list_path(std::string_view policy, std::string_view segment_
 // rule[id='7'], or rule[N] (1-based position among cfg.steering) when the rule has no id.
 std::string rule_path(const SteeringRule& rule, size_t index);
 std::string local_sid_path(const net::Ipv6Addr& sid);
+std::string rail_path(std::string_view rail);
+std::string rail_local_sid_path(std::string_view rail, const net::Ipv6Addr& sid);
 // One SID of a segment list: <segment_list_path>/sid[.='fc00::1'].
 std::string sid_path(const std::string& segment_list_path, const net::Ipv6Addr& sid);
 

@@ -89,25 +89,81 @@ ConfigError err(std::string path, std::string message) {
   return ConfigError{std::move(path), std::move(message)};
 }
 
+// Host and fabric device names of one pair (ports/ or a rail) under `base`.
+std::optional<ConfigError> check_port_pair(const PortRole& host, const PortRole& fabric,
+                                           const std::string& base) {
+  if (host.device.empty()) return err(base + "/host", "host port device is empty");
+  if (fabric.device.empty()) return err(base + "/fabric", "fabric port device is empty");
+  if (host.device.size() > 128)
+    return err(base + "/host", "host port device is longer than 128 characters");
+  if (fabric.device.size() > 128)
+    return err(base + "/fabric", "fabric port device is longer than 128 characters");
+  if (fabric.device == host.device)
+    return err(base + "/fabric", "the fabric port must differ from the host port");
+  return std::nullopt;
+}
+
+std::optional<ConfigError> check_queues(uint16_t queues, const std::string& path) {
+  if (queues < 1 || queues > kMaxQueues)
+    return err(path, "queues must be 1.." + std::to_string(kMaxQueues) + ", not " +
+                         std::to_string(queues));
+  return std::nullopt;
+}
+
+std::optional<ConfigError> check_path_id_room(const GatewayConfig& cfg, const net::Ipv6Addr& source,
+                                              const std::string& path);  // below
+
+// A configuration with rails names its ports per rail: the single pair's leaves must be
+// absent (a port in both places would be opened twice). Every device is used once.
+std::optional<ConfigError> validate_rails(const GatewayConfig& cfg) {
+  const std::string ports = std::string(kRootPath) + "/ports";
+  if (!cfg.host_port.device.empty())
+    return err(ports + "/host",
+               "ports/host is set and the gateway has rails: with rails, each rail names its "
+               "ports (rails/rail/host), remove ports/host");
+  if (!cfg.fabric_port.device.empty())
+    return err(ports + "/fabric",
+               "ports/fabric is set and the gateway has rails: with rails, each rail names its "
+               "ports (rails/rail/fabric), remove ports/fabric");
+  if (cfg.queues != 1)
+    return err(ports + "/queues",
+               "ports/queues is set and the gateway has rails: with rails, each rail has its "
+               "queues (rails/rail/queues)");
+  if (cfg.rails.size() > kMaxRails)
+    return err(std::string(kRootPath) + "/rails",
+               std::to_string(cfg.rails.size()) + " rails, at most " + std::to_string(kMaxRails));
+  std::map<std::string, std::string> device_owner;  // device -> rail path
+  std::set<std::string> names;
+  for (const Rail& r : cfg.rails) {
+    const std::string rp = rail_path(r.name);
+    if (r.name.empty()) return err(std::string(kRootPath) + "/rails/rail", "rail name is empty");
+    if (!names.insert(r.name).second) return err(rp, "duplicate rail name '" + r.name + "'");
+    if (auto e = check_port_pair(r.host_port, r.fabric_port, rp)) return e;
+    if (auto e = check_queues(r.queues, rp + "/queues")) return e;
+    for (const auto& [leaf, port] :
+         {std::pair{"/host", &r.host_port}, {"/fabric", &r.fabric_port}}) {
+      auto [it, fresh] = device_owner.emplace(port->device, rp);
+      if (!fresh)
+        return err(rp + leaf, "port " + port->device + " is already a port of " + it->second);
+    }
+    if (r.source) {
+      if (auto why = bad_unicast(*r.source))
+        return err(rp + "/source-address", "source-address " + *why);
+      if (auto e = check_path_id_room(cfg, *r.source, rp + "/source-address")) return e;
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<ConfigError> validate_ports(const GatewayConfig& cfg) {
   const std::string ports = std::string(kRootPath) + "/ports";
-  if (cfg.host_port.device.empty()) return err(ports + "/host", "host port device is empty");
-  if (cfg.fabric_port.device.empty()) {
-    return err(ports + "/fabric", "fabric port device is empty");
+  if (!cfg.rails.empty()) {
+    if (auto e = validate_rails(cfg)) return e;
+    if (cfg.mbufs == 0) return err(ports + "/mbufs", "mbufs must be at least 1");
+    return std::nullopt;
   }
-  if (cfg.host_port.device.size() > 128) {
-    return err(ports + "/host", "host port device is longer than 128 characters");
-  }
-  if (cfg.fabric_port.device.size() > 128) {
-    return err(ports + "/fabric", "fabric port device is longer than 128 characters");
-  }
-  if (cfg.fabric_port.device == cfg.host_port.device) {
-    return err(ports + "/fabric", "the fabric port must differ from the host port");
-  }
-  if (cfg.queues < 1 || cfg.queues > kMaxQueues) {
-    return err(ports + "/queues", "queues must be 1.." + std::to_string(kMaxQueues) + ", not " +
-                                      std::to_string(cfg.queues));
-  }
+  if (auto e = check_port_pair(cfg.host_port, cfg.fabric_port, ports)) return e;
+  if (auto e = check_queues(cfg.queues, ports + "/queues")) return e;
   if (cfg.mbufs == 0) return err(ports + "/mbufs", "mbufs must be at least 1");
   return std::nullopt;
 }
@@ -456,19 +512,32 @@ std::optional<ConfigError> check_local_sid_impl(const LocalSid& ls) {
 
 std::optional<ConfigError> validate_local_sids(const GatewayConfig& cfg,
                                                const std::map<net::Ipv6Addr, Owner>& policy_sids) {
+  // The shared list, then each rail's: one SID table, so a SID is unique across all of them.
+  std::vector<std::pair<const LocalSid*, std::string>> all;  // SID, its path
+  for (const LocalSid& ls : cfg.local_sids) all.emplace_back(&ls, local_sid_path(ls.sid));
+  for (const Rail& r : cfg.rails)
+    for (const LocalSid& ls : r.local_sids)
+      all.emplace_back(&ls, rail_local_sid_path(r.name, ls.sid));
   std::set<net::Ipv6Addr> seen;
-  for (size_t i = 0; i < cfg.local_sids.size(); ++i) {
-    const LocalSid& ls = cfg.local_sids[i];
-    const std::string lp = local_sid_path(ls.sid);
+  for (size_t i = 0; i < all.size(); ++i) {
+    const LocalSid& ls = *all[i].first;
+    const std::string& lp = all[i].second;
     if (i >= cfg.capacities.local_sids) {
-      return too_many_local_sids(ls.sid, cfg.local_sids.size(), cfg.capacities.local_sids);
+      ConfigError e = too_many_local_sids(ls.sid, all.size(), cfg.capacities.local_sids);
+      e.path = lp;
+      return e;
     }
-    if (auto e = check_local_sid_impl(ls)) return e;
+    if (auto e = check_local_sid_impl(ls)) {
+      e->path = lp + e->path.substr(local_sid_path(ls.sid).size());  // the leaf under lp
+      return e;
+    }
     if (!seen.insert(ls.sid).second) {
       return err(lp, "duplicate local SID " + net::to_string(ls.sid));
     }
     if (auto it = policy_sids.find(ls.sid); it != policy_sids.end()) {
-      return local_sid_conflict(ls.sid, it->second.policy, it->second.segment_list);
+      ConfigError e = local_sid_conflict(ls.sid, it->second.policy, it->second.segment_list);
+      e.path = lp;
+      return e;
     }
   }
   return std::nullopt;
@@ -480,6 +549,9 @@ std::optional<ConfigError> validate_probes(const GatewayConfig& cfg) {
   bool has_local_probe_sid = false;
   for (const LocalSid& ls : cfg.local_sids)
     has_local_probe_sid |= ls.behavior == srv6::LocalSidBehavior::end_probe;
+  for (const Rail& r : cfg.rails)
+    for (const LocalSid& ls : r.local_sids)
+      has_local_probe_sid |= ls.behavior == srv6::LocalSidBehavior::end_probe;
   if (has_local_probe_sid) return std::nullopt;
   for (const Policy& p : cfg.policies) {
     if (p.probe_sid) return probe_needs_local_sid(p.name);

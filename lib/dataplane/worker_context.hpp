@@ -56,7 +56,13 @@ struct alignas(64) WorkerContext {
   bool multiseg_tx = false;
   net::MacAddr host_port_mac;
   net::MacAddr fabric_port_mac;
-  LearnedMac* learned_host_mac = nullptr;  // shared by all workers of one Gateway
+  LearnedMac* learned_host_mac = nullptr;  // shared by all workers of one rail
+  // The rail this worker serves (index into config::effective_rails()) and, when that rail's
+  // outer source differs from the gateway's source-address, the source written over the
+  // templates of policies that set none (docs/design/rails.md).
+  uint16_t rail = 0;
+  bool rail_source_override = false;
+  net::Ipv6Addr rail_source;
   // Local SR engine feedback: the MP/SC event ring (workers enqueue, the main lcore drains)
   // and the reflection table (workers write on CE, read on CNP), both owned by the Gateway.
   rte_ring* feedback_ring = nullptr;

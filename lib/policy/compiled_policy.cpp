@@ -217,6 +217,7 @@ std::unique_ptr<const CompiledPolicy> compile_policy(const config::Policy& p, co
   cp->version = g_next_version.fetch_add(1, std::memory_order_relaxed);
   cp->lineage = next_lineage();
   cp->mode = p.selection;
+  cp->default_source = !p.source;
   cp->name = p.name;
   cp->path_count = uint8_t(p.segment_lists.size());
   const uint64_t hz = env.tsc_hz ? env.tsc_hz : 1000000;

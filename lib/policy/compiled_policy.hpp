@@ -61,6 +61,9 @@ class CompiledPolicy {
   uint64_t version = 0;  // unique per object: per-worker SWRR state resets when it changes
   uint32_t lineage = 0;  // same across factor-only rebuilds: flowlet entries stay valid
   config::SelectionMode mode = config::SelectionMode::flow;
+  // The templates carry the gateway's source-address (the policy sets none): a worker of a
+  // rail with its own source writes that one instead (docs/design/rails.md).
+  bool default_source = true;
   uint8_t path_count = 0;
   uint8_t active_count = 0;  // segment lists in the active set (0 = no usable path)
   uint64_t active_mask = 0;  // bit i set = path i is in the active set

@@ -60,9 +60,13 @@ struct Settings {
 // Our local SIDs: a sorted array of 16-byte keys, binary searched (a handful of entries).
 class LocalSidTable {
  public:
+  // A SID of the shared list matches on every rail; a rail's own only on that rail.
+  static constexpr uint16_t kAnyRail = 0xFFFF;
   struct Entry {
     net::Ipv6Addr sid;
     srv6::LocalSidBehavior behavior;
+    uint16_t rail = kAnyRail;  // index into config::effective_rails()
+    bool matches_rail(uint16_t r) const { return rail == kAnyRail || rail == r; }
   };
   explicit LocalSidTable(std::vector<Entry> entries);
   bool empty() const { return entries_.empty(); }
@@ -80,6 +84,11 @@ class LocalSidTable {
     }
     return nullptr;
   }
+  // find() restricted to the SIDs that match on `rail`: a SID of another rail is not ours here.
+  const Entry* find_on_rail(const uint8_t* addr16, uint16_t rail) const {
+    const Entry* e = find(addr16);
+    return e && e->matches_rail(rail) ? e : nullptr;
+  }
 
  private:
   std::vector<Entry> entries_;
@@ -91,11 +100,19 @@ struct View {
   Settings settings;
   SteeringView steering;
   const LocalSidTable* local_sids = nullptr;  // never null
+  // Per rail (index into config::effective_rails(); one entry for a single pair): `settings`
+  // with that rail's next-hop and host MACs. Never empty.
+  std::vector<Settings> rail_settings;
   // Owners of the immutable parts (shared between consecutive views when unchanged).
   std::shared_ptr<const QpRangeTable> qp_ranges_owner;
   std::shared_ptr<const PrefixTable> prefix6_owner, dscp_prefix4_owner, dscp_prefix6_owner;
   std::shared_ptr<const LocalSidTable> local_sids_owner;
 };
+
+// The settings a worker of rail `rail` applies (its MACs, the shared actions).
+inline const Settings& settings_of_rail(const View& v, uint16_t rail) {
+  return v.rail_settings[rail];
+}
 
 class Runtime {
  public:

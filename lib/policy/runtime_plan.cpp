@@ -22,6 +22,11 @@ std::optional<config::ConfigError> Runtime::check_common(const config::GatewayCo
   if (!(cfg.capacities == running_.capacities))
     return error_at(kCapacitiesPath,
                     "capacities size the tables at start; changing them needs a restart");
+  // Rails are ports, queues and workers: fixed at start (their ports are open).
+  if (has_config_ && !(cfg.rails == running_.rails))
+    return error_at("/srv6gw:gateway/rails",
+                    "rails are set up at start (ports, queues, workers); changing them needs a "
+                    "restart");
   if (cfg.policies.size() > slot_capacity_)
     return error_at("/srv6gw:gateway/policies", std::to_string(cfg.policies.size()) +
                                                     " policies exceed capacities/policies " +
@@ -75,16 +80,26 @@ std::optional<config::ConfigError> Runtime::plan_policies(const config::GatewayC
 
 std::optional<config::ConfigError> Runtime::build_local_sids(
     const config::GatewayConfig& cfg, std::shared_ptr<const LocalSidTable>& out) const {
-  if (cfg.local_sids.size() > cfg.capacities.local_sids)
+  size_t total = cfg.local_sids.size();
+  for (const config::Rail& rail : cfg.rails) total += rail.local_sids.size();
+  if (total > cfg.capacities.local_sids)
     return error_at("/srv6gw:gateway/local-sids", "local SIDs exceed capacities/local-sids " +
                                                       std::to_string(cfg.capacities.local_sids));
   std::vector<LocalSidTable::Entry> sid_entries;
-  for (const config::LocalSid& ls : cfg.local_sids) {
+  auto add = [&](const config::LocalSid& ls, uint16_t rail,
+                 const std::string& path) -> std::optional<config::ConfigError> {
     for (const auto& e : sid_entries)
-      if (e.sid == ls.sid) return error_at(config::local_sid_path(ls.sid), "duplicate local SID");
-    sid_entries.push_back({ls.sid, ls.behavior});
-  }
-  if (has_config_ && cfg.local_sids == running_.local_sids) {
+      if (e.sid == ls.sid) return error_at(path, "duplicate local SID");
+    sid_entries.push_back({ls.sid, ls.behavior, rail});
+    return std::nullopt;
+  };
+  for (const config::LocalSid& ls : cfg.local_sids)
+    if (auto e = add(ls, LocalSidTable::kAnyRail, config::local_sid_path(ls.sid))) return e;
+  for (size_t r = 0; r < cfg.rails.size(); ++r)
+    for (const config::LocalSid& ls : cfg.rails[r].local_sids)
+      if (auto e = add(ls, uint16_t(r), config::rail_local_sid_path(cfg.rails[r].name, ls.sid)))
+        return e;
+  if (has_config_ && cfg.local_sids == running_.local_sids && cfg.rails == running_.rails) {
     out = view_.load(std::memory_order_relaxed)->local_sids_owner;  // unchanged: shared
     return std::nullopt;
   }

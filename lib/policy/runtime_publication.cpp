@@ -13,31 +13,10 @@ namespace {
 
 // A copy of everything but the steering rules (Runtime::running_config()).
 config::GatewayConfig without_steering(const config::GatewayConfig& c) {
-  // Naming every member: a member added to GatewayConfig breaks the build here until it is
-  // copied below too.
-  const auto& [host_port, fabric_port, queues, mbufs, transparent_mac, fabric_nexthop_mac, host_mac,
-               source, hop_limit, steering_miss, non_roce, fabric_non_sid, stats_interval_ms,
-               capacities, engine, probe, policies, steering, local_sids] = c;
-  (void)steering;
+  // Everything but the rules, as a whole: config::GatewaySettings is the configuration
+  // without its steering rules, so a member added there is carried over with no change here.
   config::GatewayConfig out;
-  out.host_port = host_port;
-  out.fabric_port = fabric_port;
-  out.queues = queues;
-  out.mbufs = mbufs;
-  out.transparent_mac = transparent_mac;
-  out.fabric_nexthop_mac = fabric_nexthop_mac;
-  out.host_mac = host_mac;
-  out.source = source;
-  out.hop_limit = hop_limit;
-  out.steering_miss = steering_miss;
-  out.non_roce = non_roce;
-  out.fabric_non_sid = fabric_non_sid;
-  out.stats_interval_ms = stats_interval_ms;
-  out.capacities = capacities;
-  out.engine = engine;
-  out.probe = probe;
-  out.policies = policies;
-  out.local_sids = local_sids;
+  static_cast<config::GatewaySettings&>(out) = static_cast<const config::GatewaySettings&>(c);
   return out;
 }
 
@@ -75,6 +54,17 @@ std::unique_ptr<View> Runtime::make_view(const config::GatewayConfig& cfg) {
   v->settings.steering_miss = cfg.steering_miss;
   v->settings.non_roce = cfg.non_roce;
   v->settings.fabric_non_sid = cfg.fabric_non_sid;
+  for (const config::Rail& rail : config::effective_rails(cfg)) {
+    Settings& rs = v->rail_settings.emplace_back(v->settings);
+    if (rail.fabric_nexthop_mac) {
+      rs.has_fabric_nexthop_mac = true;
+      rs.fabric_nexthop_mac = *rail.fabric_nexthop_mac;
+    }
+    if (rail.host_mac) {
+      rs.has_host_mac = true;
+      rs.host_mac = *rail.host_mac;
+    }
+  }
   v->steering.exact = exact_;
   v->steering.lpm4 = lpm4_;
   return v;

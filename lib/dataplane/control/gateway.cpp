@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cmath>
 #include <mutex>
+#include <span>
 #include <string>
 
 #include "dataplane/worker_context.hpp"
@@ -54,8 +55,10 @@ class GatewayImpl final : public Gateway {
     rte_free(qsbr_);
   }
 
-  bool init(const config::GatewayConfig& cfg, unsigned n_workers, const PortEnv& env,
+  bool init(const config::GatewayConfig& cfg, std::span<const RailEnv> rails,
             rte_mempool* header_pool, config::ConfigError& error) {
+    unsigned n_workers = 0;
+    for (const RailEnv& r : rails) n_workers += r.workers;
     const size_t size = rte_rcu_qsbr_get_memsize(n_workers);
     qsbr_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc("srv6gw_qsbr", size, RTE_CACHE_LINE_SIZE));
     if (!qsbr_ || rte_rcu_qsbr_init(qsbr_, n_workers) != 0) {
@@ -91,8 +94,16 @@ class GatewayImpl final : public Gateway {
     reflect_->enabled.store(cfg.engine.reflect, std::memory_order_relaxed);
     recent_epoch_shift_ =
         unsigned(std::clamp(std::lround(std::log2(hz * kRecentEpochSeconds)), 10L, 40L));
-    for (unsigned i = 0; i < n_workers; ++i) {
+    const std::vector<config::Rail> cfg_rails = config::effective_rails(cfg);
+    learned_host_macs_ = std::make_unique<LearnedMac[]>(rails.size());
+    for (unsigned i = 0, rail = 0, first_of_rail = 0; i < n_workers; ++i) {
+      while (i >= first_of_rail + rails[rail].workers) first_of_rail += rails[rail++].workers;
+      const PortEnv& env = rails[rail].ports;
+      const net::Ipv6Addr source = config::rail_source(cfg, cfg_rails[rail]);
       auto w = std::make_unique<WorkerContext>(runtime_->slot_capacity());
+      w->rail = uint16_t(rail);
+      w->rail_source_override = !(source == cfg.source);
+      w->rail_source = source;
       w->runtime = runtime_.get();
       w->qsbr = qsbr_;
       w->index = i;
@@ -100,7 +111,7 @@ class GatewayImpl final : public Gateway {
       w->multiseg_tx = env.fabric_multiseg_tx;
       w->host_port_mac = env.host_port_mac;
       w->fabric_port_mac = env.fabric_port_mac;
-      w->learned_host_mac = &learned_host_mac_;
+      w->learned_host_mac = &learned_host_macs_[rail];
       w->feedback_ring = feedback_ring_;
       w->reflect = reflect_.get();
       w->recent_epoch_shift = recent_epoch_shift_;
@@ -160,6 +171,7 @@ class GatewayImpl final : public Gateway {
   const WorkerCounters& worker_counters(unsigned index) const override {
     return workers_.at(index)->counters;
   }
+  unsigned worker_rail(unsigned index) const override { return workers_[index]->rail; }
   const config::GatewayConfig& running_config() const override {
     return runtime_->running_config();
   }
@@ -288,7 +300,7 @@ class GatewayImpl final : public Gateway {
   rte_rcu_qsbr* qsbr_ = nullptr;
   std::unique_ptr<policy::Runtime> runtime_;
   std::vector<std::unique_ptr<WorkerContext>> workers_;
-  LearnedMac learned_host_mac_;
+  std::unique_ptr<LearnedMac[]> learned_host_macs_;  // one per rail
   rte_ring* feedback_ring_ = nullptr;      // workers enqueue (MP), the engine dequeues (SC)
   rte_ring* probe_tx_ring_ = nullptr;      // prober + workers enqueue (MP), worker 0 dequeues
   rte_ring* probe_reply_ring_ = nullptr;   // workers enqueue (MP), the prober dequeues (SC)
@@ -304,12 +316,33 @@ class GatewayImpl final : public Gateway {
 std::unique_ptr<Gateway> Gateway::create(const config::GatewayConfig& cfg, unsigned n_workers,
                                          const PortEnv& env, rte_mempool* header_pool,
                                          config::ConfigError& error) {
+  const RailEnv rail{env, n_workers};
+  return create(cfg, std::span<const RailEnv>(&rail, 1), header_pool, error);
+}
+
+std::unique_ptr<Gateway> Gateway::create(const config::GatewayConfig& cfg,
+                                         std::span<const RailEnv> rails, rte_mempool* header_pool,
+                                         config::ConfigError& error) {
+  unsigned n_workers = 0;
+  for (const RailEnv& r : rails) {
+    if (r.workers == 0) {
+      error = {"/srv6gw:gateway/ports/queues", "every rail needs at least one worker"};
+      return nullptr;
+    }
+    n_workers += r.workers;
+  }
   if (n_workers == 0 || n_workers > RTE_MAX_LCORE) {
     error = {"/srv6gw:gateway/ports/queues", "need between 1 and RTE_MAX_LCORE workers"};
     return nullptr;
   }
+  if (rails.size() != config::effective_rails(cfg).size()) {
+    error = {"/srv6gw:gateway/rails", "the configuration has " +
+                                          std::to_string(config::effective_rails(cfg).size()) +
+                                          " rail(s), the ports " + std::to_string(rails.size())};
+    return nullptr;
+  }
   auto gw = std::make_unique<GatewayImpl>();
-  if (!gw->init(cfg, n_workers, env, header_pool, error)) return nullptr;
+  if (!gw->init(cfg, rails, header_pool, error)) return nullptr;
   return gw;
 }
 

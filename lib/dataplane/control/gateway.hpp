@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,13 @@ struct PortEnv {
   bool fabric_multiseg_tx = false;  // fabric port accepts chained mbufs (header segment)
 };
 
+// One rail (config::effective_rails(), same order): its ports and how many workers serve it.
+// Workers are numbered rail by rail: rail 0's first, then rail 1's, ...
+struct RailEnv {
+  PortEnv ports;
+  unsigned workers = 1;
+};
+
 // Encapsulation needs 14 + 40 + 8 + 16 * max_sids bytes in front of the inner IP packet.
 // When an mbuf's headroom is smaller (128 B + the 14 B of the stripped L2 header hold up to
 // 5 full SIDs with an SRH), the pipeline chains a header mbuf from `header_pool` (data room
@@ -57,6 +65,10 @@ class Gateway {
   // publishes cfg. On error returns null and fills `error`.
   static std::unique_ptr<Gateway> create(const config::GatewayConfig& cfg, unsigned n_workers,
                                          const PortEnv& env, rte_mempool* header_pool,
+                                         config::ConfigError& error);
+  // The same for several rails (config::effective_rails(cfg), one RailEnv each).
+  static std::unique_ptr<Gateway> create(const config::GatewayConfig& cfg,
+                                         std::span<const RailEnv> rails, rte_mempool* header_pool,
                                          config::ConfigError& error);
 
   // Validates and publishes a whole new configuration (policies, steering, local SIDs,
@@ -84,6 +96,11 @@ class Gateway {
   virtual unsigned worker_count() const = 0;
   virtual WorkerContext* worker(unsigned index) = 0;
   virtual const WorkerCounters& worker_counters(unsigned index) const = 0;
+  // The rail worker `index` serves (index into config::effective_rails(running_config())).
+  virtual unsigned worker_rail(unsigned index) const {
+    (void)index;
+    return 0;
+  }
   // The configuration in force without its steering rules (policy::Runtime::running_config).
   virtual const config::GatewayConfig& running_config() const = 0;
 

@@ -158,6 +158,12 @@ inline void note_recent_path(WorkerContext& w, uint32_t pair_crc, uint32_t slot,
               uint32_t(now >> w.recent_epoch_shift));
 }
 
+// A worker of a rail with its own source address writes it over the template's (the
+// gateway's): all 16 bytes, or the upper 14 when the low 16 bits carry the path id.
+inline void write_rail_source(const WorkerContext& w, uint8_t* ipv6, bool keep_path_id) {
+  std::memcpy(ipv6 + 8, w.rail_source.bytes.data(), keep_path_id ? 14 : 16);
+}
+
 // Encapsulates one classified RoCEv2 packet of flow class `fc` (steered to fc.slot; kNoSlot:
 // a miss). Returns the mbuf to send (the same one, or a header segment chained in front of
 // it) or null when the packet was dropped or counted as a miss that the caller passes (then
@@ -188,7 +194,7 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
 
   // Outer Ethernet addresses: the configured next hop and our fabric port (the usual case),
   // else the frame's own, saved before the new header overwrites them.
-  const policy::Settings& s = view.settings;
+  const policy::Settings& s = policy::settings_of_rail(view, w.rail);
   uint8_t macs[12];
   const uint8_t* dst_mac = macs;
   const uint8_t* src_mac = macs + 6;
@@ -242,6 +248,8 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   f.tag = likely(!info.is_cnp) ? path.path_id
                                : cnp_tag(w, info, t.has_srh || f.tag_in_source, path.path_id, now);
   srv6::write_encap(t, hdr + net::kEthHeaderLen, f);
+  if (unlikely(w.rail_source_override) && p->default_source)
+    write_rail_source(w, hdr + net::kEthHeaderLen, f.tag_in_source && !t.has_srh);
 
   ++c.encap;
   PathCounter& pc = w.path_counters[size_t(slot) * policy::kMaxPaths + idx];
@@ -326,7 +334,7 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
   // Learn the host RNIC's MAC from what it sends, once per burst (before the burst is
   // rewritten), so decapsulated frames reach it without configuration. The shared line is
   // written only when the MAC changes.
-  if (n > 0 && !view.settings.has_host_mac && pkts[0]->data_len >= 12) {
+  if (n > 0 && !policy::settings_of_rail(view, w.rail).has_host_mac && pkts[0]->data_len >= 12) {
     const uint64_t mac = pack_mac(rte_pktmbuf_mtod(pkts[0], const uint8_t*) + 6);
     if (unlikely(mac != w.last_learned_host_mac) && !(mac >> 40 & 0x01)) {  // not multicast
       w.last_learned_host_mac = mac;
@@ -442,7 +450,7 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
   const uint64_t now = w.fixed_tsc ? w.fixed_tsc : start;
   WorkerCounters& c = w.counters;
   const policy::View& view = *w.runtime->view();
-  const policy::Settings& s = view.settings;
+  const policy::Settings& s = policy::settings_of_rail(view, w.rail);
   const policy::LocalSidTable& sids = *view.local_sids;
   // Destination MAC toward the host: configured, else learned, else (nothing learned yet,
   // null) the frame's own destination is kept.
@@ -480,7 +488,7 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
     const policy::LocalSidTable::Entry* sid = nullptr;
     if (l2_status == net::ParseStatus::ok && l2.ethertype == net::kEthTypeIpv6 &&
         len >= off + net::kIpv6HeaderLen && !sids.empty())
-      sid = sids.find(d + off + 24);
+      sid = sids.find_on_rail(d + off + 24, w.rail);
     if (!sid) {
       if (s.fabric_non_sid == config::MissAction::pass) {
         ++c.passed_fabric_to_host;

@@ -699,5 +699,80 @@ TEST_F(PipelineTest, CachedFlowFollowsTheNextPublishedSteering) {
   EXPECT_EQ(first_sid(), testing::ip("fc00:1::1"));
 }
 
+// Two rails, one shared policy and steering table: rail 1's worker writes its own outer
+// source (rail 0 keeps the gateway's), each uses its rail's next-hop and host MACs and port
+// MACs, and a rail's local SID is decapsulated on that rail only (the shared one on both).
+TEST_F(PipelineTest, RailsHaveTheirOwnSourceMacsAndSids) {
+  config::GatewayConfig cfg = gateway_config({"fc00:1::1"});
+  cfg.host_port.device.clear();
+  cfg.fabric_port.device.clear();
+  const net::MacAddr nexthop1 = testing::mac("02:00:00:00:13:13");
+  const net::MacAddr host1 = testing::mac("02:00:00:00:14:14");
+  config::Rail r0, r1;
+  r0.name = "a";
+  r0.host_port.device = "0";
+  r0.fabric_port.device = "1";
+  r0.local_sids = {{testing::v6("fc00:a::46"), srv6::LocalSidBehavior::end_dt46}};
+  r1.name = "b";
+  r1.host_port.device = "2";
+  r1.fabric_port.device = "3";
+  r1.source = testing::v6("fc00:b::1");
+  r1.fabric_nexthop_mac = nexthop1;
+  r1.host_mac = host1;
+  r1.local_sids = {{testing::v6("fc00:b::46"), srv6::LocalSidBehavior::end_dt46}};
+  cfg.rails = {r0, r1};
+  RailEnv envs[2];
+  envs[0].ports = {kHostPortMac, kFabricPortMac, true};
+  envs[1].ports = {testing::mac("02:00:00:00:11:11"), testing::mac("02:00:00:00:12:12"), true};
+  config::ConfigError err;
+  gw_ = Gateway::create(cfg, envs, g_hdr_pool, err);
+  ASSERT_NE(gw_, nullptr) << err.path << ": " << err.message;
+  ASSERT_EQ(gw_->worker_count(), 2u);
+  EXPECT_EQ(gw_->worker_rail(0), 0u);
+  EXPECT_EQ(gw_->worker_rail(1), 1u);
+
+  const Bytes in = test::roce_frame(RoceSpec{});
+  w_ = gw_->worker(0);
+  const Bytes out0 = run(in, true);
+  w_ = gw_->worker(1);
+  const Bytes out1 = run(in, true);
+  ASSERT_FALSE(out0.empty());
+  ASSERT_FALSE(out1.empty());
+  EXPECT_EQ(out0, expected_encap(in, cfg, cfg.policies[0].segment_lists[0], srv6::EncapMode::encaps,
+                                 kNexthopMac, kFabricPortMac));
+  config::GatewayConfig rail1_view = cfg;
+  rail1_view.source = *r1.source;
+  EXPECT_EQ(out1, expected_encap(in, rail1_view, cfg.policies[0].segment_lists[0],
+                                 srv6::EncapMode::encaps, nexthop1, envs[1].ports.fabric_port_mac));
+
+  const Bytes inner = test::roce_ip_packet(RoceSpec{});
+  auto to_sid = [&](const char* sid) {
+    return fabric_frame(test::srv6_packet("fc00:ffff::2", sid, 0, {}, 9, 4, inner));
+  };
+  // Rail 1 (w_ = worker 1): its SID and the shared one decapsulate, rail 0's does not.
+  EXPECT_EQ(run(to_sid("fc00:b::46"), false),
+            test::ethernet(test::L2Spec{host1.bytes, envs[1].ports.host_port_mac.bytes, {}}, 0x0800,
+                           inner));
+  EXPECT_FALSE(run(to_sid("fc00:aa::46"), false).empty());
+  const Bytes foreign = to_sid("fc00:a::46");
+  EXPECT_EQ(run(foreign, false), foreign);  // fabric-non-sid pass: not ours on this rail
+  EXPECT_EQ(gw_->worker_counters(1).decap, 2u);
+  EXPECT_EQ(gw_->worker_counters(1).passed_fabric_to_host, 1u);
+  // Rail 0: its own SID decapsulates toward its host MAC.
+  w_ = gw_->worker(0);
+  EXPECT_EQ(run(to_sid("fc00:a::46"), false),
+            test::ethernet(test::L2Spec{kHostMac.bytes, kHostPortMac.bytes, {}}, 0x0800, inner));
+  EXPECT_EQ(run(to_sid("fc00:b::46"), false), to_sid("fc00:b::46"));
+  EXPECT_EQ(c().decap, 1u);
+
+  // Rails are fixed at start: an apply that changes them is refused, the running state kept.
+  config::GatewayConfig changed = cfg;
+  changed.rails[1].queues = 2;
+  auto e = gw_->apply(changed);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->path, "/srv6gw:gateway/rails");
+  EXPECT_EQ(gw_->apply(cfg), std::nullopt);
+}
+
 }  // namespace
 }  // namespace srv6gw::dataplane

@@ -119,6 +119,8 @@ bool bring_up(App& app) {
     spdlog::error("{}", error);
     return false;
   }
+  app.host.ip_mtu = app.config.host_port.mtu;
+  app.fabric.ip_mtu = app.config.fabric_port.mtu;
   if (!configure_and_start(app.host, queues, app.pools.packets_for(app.host.socket), true, error) ||
       !configure_and_start(app.fabric, queues, app.pools.packets_for(app.fabric.socket), true,
                            error)) {

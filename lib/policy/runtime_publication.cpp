@@ -64,6 +64,24 @@ size_t Runtime::retired_pending() const {
   return retired_.size();
 }
 
+namespace {
+
+// The fabric VLAN tag and the port MTUs as the data plane reads them.
+void set_port_settings(const config::GatewayConfig& cfg, Settings& s) {
+  const config::FabricVlan& vlan = cfg.fabric_port.vlan;
+  s.fabric_vlan = vlan.enabled;
+  s.host_keep_vlan = vlan.enabled && vlan.host == config::HostVlanMode::keep;
+  s.fabric_vlan_tci = uint16_t(vlan.id & 0x0FFF);
+  for (unsigned dscp = 0; dscp < s.pcp_tci_of_dscp.size(); ++dscp)
+    s.pcp_tci_of_dscp[dscp] = uint16_t(config::pcp_for_dscp(vlan, uint8_t(dscp)) << 13);
+  s.host_mtu = cfg.host_port.mtu;
+  s.fabric_mtu = cfg.fabric_port.mtu;
+  s.host_mtu_limit = s.host_mtu ? s.host_mtu : UINT32_MAX;
+  s.fabric_mtu_limit = s.fabric_mtu ? s.fabric_mtu : UINT32_MAX;
+}
+
+}  // namespace
+
 std::unique_ptr<View> Runtime::make_view(const config::GatewayConfig& cfg) {
   auto v = std::make_unique<View>();
   v->generation = next_generation_++;
@@ -75,6 +93,7 @@ std::unique_ptr<View> Runtime::make_view(const config::GatewayConfig& cfg) {
   v->settings.steering_miss = cfg.steering_miss;
   v->settings.non_roce = cfg.non_roce;
   v->settings.fabric_non_sid = cfg.fabric_non_sid;
+  set_port_settings(cfg, v->settings);
   v->steering.exact = exact_;
   v->steering.lpm4 = lpm4_;
   return v;

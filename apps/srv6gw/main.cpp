@@ -167,6 +167,8 @@ bool bring_up(App& app) {
   std::vector<dataplane::RailEnv> rail_envs;
   for (RailSetup& rail : app.rails) {
     const uint16_t queues = rail.config.queues;
+    rail.host->ip_mtu = rail.config.host_port.mtu;
+    rail.fabric->ip_mtu = rail.config.fabric_port.mtu;
     if (!configure_and_start(*rail.host, queues, app.pools.packets_for(rail.host->socket), true,
                              error) ||
         !configure_and_start(*rail.fabric, queues, app.pools.packets_for(rail.fabric->socket), true,

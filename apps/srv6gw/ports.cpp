@@ -205,8 +205,25 @@ bool configure_and_start(PortSetup& port, uint16_t queues, rte_mempool* pool, bo
   }
 
   // Frames up to the data room minus Ethernet header, two VLAN tags and FCS.
-  uint32_t want_mtu = uint32_t(kPacketDataRoom) - RTE_PKTMBUF_HEADROOM - RTE_ETHER_HDR_LEN -
-                      2 * RTE_VLAN_HLEN - RTE_ETHER_CRC_LEN;
+  const uint32_t segment_mtu = uint32_t(kPacketDataRoom) - RTE_PKTMBUF_HEADROOM -
+                               RTE_ETHER_HDR_LEN - 2 * RTE_VLAN_HLEN - RTE_ETHER_CRC_LEN;
+  uint32_t want_mtu = segment_mtu;
+  if (port.ip_mtu != 0) {
+    // Configured MTU (jumbo frames): room for two tags as above; what exceeds one segment
+    // arrives as a chain, which needs scattered RX where the device has it (net_pcap chains
+    // without being asked).
+    want_mtu = uint32_t(port.ip_mtu) + 2 * RTE_VLAN_HLEN;
+    if (want_mtu > segment_mtu) {
+      if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER) {
+        conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+        port.rx_scatter = true;
+      } else {
+        spdlog::warn(
+            "{}: no scattered RX; frames above {} B of IP MTU may be dropped by the device", who,
+            segment_mtu);
+      }
+    }
+  }
   // The device's frame limit binds too: some PMDs (net_af_packet: 1518) state max_rx_pktlen
   // and leave max_mtu at UINT16_MAX, and rte_eth_dev_configure refuses MTU + overhead above
   // it. Overhead as ethdev computes it (eth_dev_get_overhead_len).
@@ -267,9 +284,10 @@ bool configure_and_start(PortSetup& port, uint16_t queues, rte_mempool* pool, bo
   rte_ether_format_addr(mac, sizeof(mac), &ea);
   spdlog::info(
       "{} (id {}, socket {}, {}): {} queues x {}/{} descriptors, mtu {}, rss {}, "
-      "multi-seg tx {}; {}",
+      "multi-seg tx {}, rx scatter {}; {}",
       who, pid, port.socket, mac, queues, port.rx_desc, port.tx_desc, port.mtu,
-      port.rss ? "on" : "off", port.multiseg_tx ? "on" : "off", link_text);
+      port.rss ? "on" : "off", port.multiseg_tx ? "on" : "off", port.rx_scatter ? "on" : "off",
+      link_text);
   return true;
 }
 

@@ -41,6 +41,10 @@ struct PortSetup {
   bool rss = false;
   uint64_t rss_hf = 0;
   uint16_t mtu = 0;
+  // Configured IP MTU (config::PortRole::mtu, set before configure_and_start); 0 = the MTU
+  // the data room holds in one segment. Above that, RX scatters frames into chains.
+  uint16_t ip_mtu = 0;
+  bool rx_scatter = false;  // RTE_ETH_RX_OFFLOAD_SCATTER enabled
   net::MacAddr mac;
   bool started = false;
 };

@@ -189,6 +189,24 @@ void write_config(const GatewayConfig& cfg, JsonWriter& w) {
   w.number("ecn-threshold-frames", cfg.host_port.lossless.ecn_threshold_frames);
   w.number("storm-bound-ms", cfg.host_port.lossless.storm_bound_ms);
   w.close_object();
+  if (cfg.host_port.mtu != 0) w.number("host-mtu", cfg.host_port.mtu);
+  if (cfg.fabric_port.mtu != 0) w.number("fabric-mtu", cfg.fabric_port.mtu);
+  if (const FabricVlan& v = cfg.fabric_port.vlan; v.enabled) {
+    w.open_object("fabric-vlan");
+    w.number("id", v.id);
+    if (!v.dscp_pcp.empty()) {
+      w.open_array("dscp-pcp");
+      for (const DscpPcp& e : v.dscp_pcp) {
+        w.open_object();
+        w.number("dscp", e.dscp);
+        w.number("pcp", e.pcp);
+        w.close_object();
+      }
+      w.close_array();
+    }
+    w.string("host", to_string(v.host));
+    w.close_object();
+  }
   w.close_object();
 
   w.string("source-address", net::to_string(cfg.source));

@@ -170,6 +170,33 @@ void map_lossless(const lyd_node* node, LosslessConfig& out) {
   });
 }
 
+void map_fabric_vlan(const lyd_node* node, FabricVlan& out) {
+  out.enabled = true;
+  for_children(node, [&](const lyd_node* c, std::string_view name) {
+    if (name == "id") {
+      out.id = as_uint<uint16_t>(c);
+    } else if (name == "dscp-pcp") {
+      DscpPcp e;
+      for_children(c, [&](const lyd_node* f, std::string_view field) {
+        if (field == "dscp") {
+          e.dscp = as_uint<uint8_t>(f);
+        } else if (field == "pcp") {
+          e.pcp = as_uint<uint8_t>(f);
+        } else {
+          fail(f, "unexpected node");
+        }
+      });
+      out.dscp_pcp.push_back(e);
+    } else if (name == "host") {
+      auto m = parse_host_vlan_mode(value_of(c));
+      if (!m) fail(c, "unknown mode '" + std::string(value_of(c)) + "'");
+      out.host = *m;
+    } else {
+      fail(c, "unexpected node");
+    }
+  });
+}
+
 void map_ports(const lyd_node* ports, GatewayConfig& cfg) {
   for_children(ports, [&](const lyd_node* c, std::string_view name) {
     if (name == "host") {
@@ -189,6 +216,12 @@ void map_ports(const lyd_node* ports, GatewayConfig& cfg) {
     } else if (name == "lossless") {
       map_lossless(c, cfg.host_port.lossless);
       cfg.fabric_port.lossless = cfg.host_port.lossless;
+    } else if (name == "host-mtu") {
+      cfg.host_port.mtu = as_uint<uint16_t>(c);
+    } else if (name == "fabric-mtu") {
+      cfg.fabric_port.mtu = as_uint<uint16_t>(c);
+    } else if (name == "fabric-vlan") {
+      map_fabric_vlan(c, cfg.fabric_port.vlan);
     } else {
       fail(c, "unexpected node");
     }
@@ -562,10 +595,14 @@ LoadResult load_config_json(std::string_view json) {
   GatewayConfig cfg;
   try {
     cfg = map_gateway(gateway);
-    // The one ports/lossless applies to every rail's ports as to the single pair's.
+    // The one ports/lossless, ports/fabric-vlan and port MTUs apply to every rail's ports as
+    // to the single pair's.
     for (Rail& r : cfg.rails) {
       r.host_port.lossless = cfg.host_port.lossless;
       r.fabric_port.lossless = cfg.fabric_port.lossless;
+      r.host_port.mtu = cfg.host_port.mtu;
+      r.fabric_port.mtu = cfg.fabric_port.mtu;
+      r.fabric_port.vlan = cfg.fabric_port.vlan;
     }
   } catch (const yang::NodeError& e) {
     return e.error;

@@ -19,6 +19,19 @@ std::optional<MissAction> parse_miss_action(std::string_view name) {
   return net::parse_enum<MissAction>(kMissActionNames, name);
 }
 
+const char* to_string(HostVlanMode m) {
+  return net::enum_name(kHostVlanModeNames, m);
+}
+std::optional<HostVlanMode> parse_host_vlan_mode(std::string_view name) {
+  return net::parse_enum<HostVlanMode>(kHostVlanModeNames, name);
+}
+
+uint8_t pcp_for_dscp(const FabricVlan& v, uint8_t dscp) {
+  for (const DscpPcp& e : v.dscp_pcp)
+    if (e.dscp == dscp) return e.pcp;
+  return uint8_t((dscp & 0x3F) >> 3);
+}
+
 const char* to_string(SteeringKind k) {
   return net::enum_name(kSteeringKindNames, k);
 }

@@ -148,11 +148,49 @@ struct LosslessConfig {
   friend bool operator==(const LosslessConfig&, const LosslessConfig&) = default;
 };
 
+// An 802.1Q tag on the outer frame of the fabric side (container ports/fabric-vlan,
+// docs/design/vlan-jumbo.md). PCP comes from the inner DSCP through a map whose default is
+// the DSCP's top three bits (class selector); `dscp_pcp` overrides single entries.
+struct DscpPcp {
+  uint8_t dscp = 0;  // 0..63
+  uint8_t pcp = 0;   // 0..7
+  friend bool operator==(const DscpPcp&, const DscpPcp&) = default;
+};
+// What a decapsulated frame toward the host carries when its outer frame was tagged: strip =
+// untagged (the host port is an access port); keep = the outer frame's first tag as received
+// (same TPID, VID and PCP), for a host link that is a trunk of the same VLAN.
+#define SRV6GW_HOST_VLAN_MODES(X) \
+  X(strip, "strip")               \
+  X(keep, "keep")
+enum class HostVlanMode : uint8_t { SRV6GW_ENUM_MEMBERS(SRV6GW_HOST_VLAN_MODES) };
+inline constexpr auto kHostVlanModeNames = SRV6GW_ENUM_NAMES(SRV6GW_HOST_VLAN_MODES);
+const char* to_string(HostVlanMode m);
+std::optional<HostVlanMode> parse_host_vlan_mode(std::string_view name);
+
+struct FabricVlan {
+  bool enabled = false;           // presence of ports/fabric-vlan
+  uint16_t id = 0;                // VID 1..4094
+  std::vector<DscpPcp> dscp_pcp;  // overrides of the default map, one per DSCP at most
+  HostVlanMode host = HostVlanMode::strip;
+  friend bool operator==(const FabricVlan&, const FabricVlan&) = default;
+};
+// The PCP of `dscp` under `v` (the default map unless an override names it).
+uint8_t pcp_for_dscp(const FabricVlan& v, uint8_t dscp);
+
+// IP MTU of a port (bytes after the Ethernet header and tags). 0 = not configured: today's
+// behaviour, frames larger than one mbuf segment are refused as oversize and nothing else is
+// checked. Set: chained frames are handled and larger IP packets are dropped as too_big.
+inline constexpr uint16_t kMinPortMtu = 1280;  // IPv6 minimum
+inline constexpr uint16_t kMaxPortMtu = 9600;
+
 struct PortRole {
   std::string device;  // port id ("0") or device name ("net_pcap0", "0000:3b:00.0")
   // How frames leaving by this port are held when its TX queue refuses them. The
   // configuration has one ports/lossless for the pair, copied into both roles.
   LosslessConfig lossless;
+  // Fabric role only (ports/fabric-vlan); the host role's stays disabled.
+  FabricVlan vlan;
+  uint16_t mtu = 0;  // ports/host-mtu or ports/fabric-mtu; 0 = not configured (see above)
   friend bool operator==(const PortRole&, const PortRole&) = default;
 };
 

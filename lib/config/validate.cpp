@@ -155,17 +155,45 @@ std::optional<ConfigError> validate_rails(const GatewayConfig& cfg) {
   return std::nullopt;
 }
 
+std::optional<ConfigError> validate_fabric_vlan(const FabricVlan& v, const std::string& path) {
+  if (!v.enabled) return std::nullopt;
+  if (v.id < 1 || v.id > 4094) {
+    return err(path + "/id", "VLAN id must be 1..4094, not " + std::to_string(v.id));
+  }
+  uint64_t seen = 0;  // bit per DSCP
+  for (const DscpPcp& e : v.dscp_pcp) {
+    const std::string entry = path + "/dscp-pcp[dscp='" + std::to_string(e.dscp) + "']";
+    if (e.dscp > 63) {
+      return err(path + "/dscp-pcp/dscp", "DSCP must be 0..63, not " + std::to_string(e.dscp));
+    }
+    if (e.pcp > 7) return err(entry + "/pcp", "PCP must be 0..7, not " + std::to_string(e.pcp));
+    if (seen >> e.dscp & 1) return err(entry, "DSCP " + std::to_string(e.dscp) + " mapped twice");
+    seen |= uint64_t(1) << e.dscp;
+  }
+  return std::nullopt;
+}
+
 std::optional<ConfigError> validate_ports(const GatewayConfig& cfg) {
   const std::string ports = std::string(kRootPath) + "/ports";
   if (!cfg.rails.empty()) {
     if (auto e = validate_rails(cfg)) return e;
-    if (cfg.mbufs == 0) return err(ports + "/mbufs", "mbufs must be at least 1");
-    return std::nullopt;
+  } else {
+    if (auto e = check_port_pair(cfg.host_port, cfg.fabric_port, ports)) return e;
+    if (auto e = check_queues(cfg.queues, ports + "/queues")) return e;
   }
-  if (auto e = check_port_pair(cfg.host_port, cfg.fabric_port, ports)) return e;
-  if (auto e = check_queues(cfg.queues, ports + "/queues")) return e;
   if (cfg.mbufs == 0) return err(ports + "/mbufs", "mbufs must be at least 1");
-  return std::nullopt;
+  for (const auto& [role, leaf] :
+       {std::pair{&cfg.host_port, "/host-mtu"}, std::pair{&cfg.fabric_port, "/fabric-mtu"}}) {
+    if (role->mtu != 0 && (role->mtu < kMinPortMtu || role->mtu > kMaxPortMtu)) {
+      return err(ports + leaf, "mtu must be " + std::to_string(kMinPortMtu) + ".." +
+                                   std::to_string(kMaxPortMtu) + ", not " +
+                                   std::to_string(role->mtu));
+    }
+  }
+  if (cfg.host_port.vlan.enabled) {
+    return err(ports + "/fabric-vlan", "a VLAN tag is only configured on the fabric side");
+  }
+  return validate_fabric_vlan(cfg.fabric_port.vlan, ports + "/fabric-vlan");
 }
 
 std::optional<ConfigError> validate_capacities(const Capacities& c) {

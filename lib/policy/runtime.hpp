@@ -24,6 +24,7 @@
 #include <rte_lpm.h>
 #include <rte_rcu_qsbr.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -55,6 +56,18 @@ struct Settings {
   config::MissAction steering_miss = config::MissAction::pass;
   config::MissAction non_roce = config::MissAction::pass;
   config::MissAction fabric_non_sid = config::MissAction::pass;
+  // Fabric VLAN (config::FabricVlan, docs/design/vlan-jumbo.md): the tag is built here once
+  // per configuration (TCI with PCP 0, PCP per DSCP already in TCI position); per packet the
+  // encap step writes it with one OR.
+  bool fabric_vlan = false;
+  bool host_keep_vlan = false;  // decap: the outer frame's tag goes on to the host
+  uint16_t fabric_vlan_tci = 0;
+  std::array<uint16_t, 64> pcp_tci_of_dscp{};
+  // Port IP MTUs (config::PortRole::mtu). Configured (non-zero): chained frames are handled
+  // and IP packets above the limit dropped as too_big. 0: chained frames are refused as
+  // oversize and the limits stay at their maximum, so the checks never fire.
+  uint16_t host_mtu = 0, fabric_mtu = 0;
+  uint32_t host_mtu_limit = UINT32_MAX, fabric_mtu_limit = UINT32_MAX;
 };
 
 // Our local SIDs: a sorted array of 16-byte keys, binary searched (a handful of entries).

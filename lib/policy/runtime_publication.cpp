@@ -43,6 +43,26 @@ size_t Runtime::retired_pending() const {
   return retired_.size();
 }
 
+namespace {
+
+// The fabric VLAN tag and the port MTUs as the data plane reads them.
+// Per rail: each rail's port roles carry them (the loader gives every rail the gateway-wide
+// ports/fabric-vlan and MTUs).
+void set_port_settings(const config::PortRole& host, const config::PortRole& fabric, Settings& s) {
+  const config::FabricVlan& vlan = fabric.vlan;
+  s.fabric_vlan = vlan.enabled;
+  s.host_keep_vlan = vlan.enabled && vlan.host == config::HostVlanMode::keep;
+  s.fabric_vlan_tci = uint16_t(vlan.id & 0x0FFF);
+  for (unsigned dscp = 0; dscp < s.pcp_tci_of_dscp.size(); ++dscp)
+    s.pcp_tci_of_dscp[dscp] = uint16_t(config::pcp_for_dscp(vlan, uint8_t(dscp)) << 13);
+  s.host_mtu = host.mtu;
+  s.fabric_mtu = fabric.mtu;
+  s.host_mtu_limit = s.host_mtu ? s.host_mtu : UINT32_MAX;
+  s.fabric_mtu_limit = s.fabric_mtu ? s.fabric_mtu : UINT32_MAX;
+}
+
+}  // namespace
+
 std::unique_ptr<View> Runtime::make_view(const config::GatewayConfig& cfg) {
   auto v = std::make_unique<View>();
   v->generation = next_generation_++;
@@ -54,8 +74,10 @@ std::unique_ptr<View> Runtime::make_view(const config::GatewayConfig& cfg) {
   v->settings.steering_miss = cfg.steering_miss;
   v->settings.non_roce = cfg.non_roce;
   v->settings.fabric_non_sid = cfg.fabric_non_sid;
+  set_port_settings(cfg.host_port, cfg.fabric_port, v->settings);
   for (const config::Rail& rail : config::effective_rails(cfg)) {
     Settings& rs = v->rail_settings.emplace_back(v->settings);
+    set_port_settings(rail.host_port, rail.fabric_port, rs);
     if (rail.fabric_nexthop_mac) {
       rs.has_fabric_nexthop_mac = true;
       rs.fabric_nexthop_mac = *rail.fabric_nexthop_mac;

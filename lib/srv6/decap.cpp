@@ -45,13 +45,20 @@ inline uint8_t egress_ecn(uint8_t inner, uint8_t outer) {
 
 }  // namespace
 
-DecapStatus decap(std::span<uint8_t> outer, LocalSidBehavior behavior, DecapResult& result) {
+namespace {
+
+// decap() over `avail` contiguous bytes at `p` of a packet of `len` bytes. Split (a chain):
+// every header read is checked against `avail` as well (headers_split); not split, avail ==
+// len and the length checks already bound every read, so those checks compile away.
+template <bool Split>
+[[gnu::always_inline]] inline DecapStatus decap_at(uint8_t* p, size_t avail, size_t len,
+                                                   LocalSidBehavior behavior, DecapResult& result) {
   result = DecapResult{};
   // Probes are reflected or handed to the prober, never decapsulated toward the host.
   if (SRV6GW_UNLIKELY(behavior == LocalSidBehavior::end_probe)) return DecapStatus::bad_next_header;
-  uint8_t* p = outer.data();
-  const size_t len = outer.size();
+  const auto beyond = [avail](size_t end_of_read) { return Split && end_of_read > avail; };
   if (SRV6GW_UNLIKELY(len < net::kIpv6HeaderLen)) return DecapStatus::truncated_outer;
+  if (SRV6GW_UNLIKELY(beyond(net::kIpv6HeaderLen))) return DecapStatus::headers_split;
   const uint32_t word0 = net::load_be32(p);
   if (SRV6GW_UNLIKELY((word0 >> 28) != 6)) return DecapStatus::not_ipv6;
   const size_t end = net::kIpv6HeaderLen + net::load_be16(p + 4);
@@ -67,6 +74,7 @@ DecapStatus decap(std::span<uint8_t> outer, LocalSidBehavior behavior, DecapResu
       break;
     if (SRV6GW_UNLIKELY(n == net::kMaxExtHeaders)) return DecapStatus::ext_chain_too_long;
     if (SRV6GW_UNLIKELY(off + net::kExtMinLen > end)) return DecapStatus::truncated_ext;
+    if (SRV6GW_UNLIKELY(beyond(off + net::kExtMinLen))) return DecapStatus::headers_split;
     const uint8_t* ext = p + off;
     if (nh == net::kProtoFragment) {
       // Only an atomic fragment (offset 0, M clear; RFC 6946) is a whole packet.
@@ -107,8 +115,11 @@ DecapStatus decap(std::span<uint8_t> outer, LocalSidBehavior behavior, DecapResu
   uint8_t inner_ecn;
   if (nh == net::kProtoIpv4 && want4) {
     if (SRV6GW_UNLIKELY(off + net::kIpv4MinHeaderLen > end)) return DecapStatus::truncated_inner;
+    if (SRV6GW_UNLIKELY(beyond(off + net::kIpv4MinHeaderLen))) return DecapStatus::headers_split;
     if (SRV6GW_UNLIKELY((inner[0] >> 4) != 4)) return DecapStatus::bad_next_header;
     const size_t ihl_bytes = size_t(inner[0] & 0xF) * 4;
+    // The ECN rewrite updates the checksum over the whole header (options included).
+    if (SRV6GW_UNLIKELY(beyond(off + ihl_bytes))) return DecapStatus::headers_split;
     inner_len = net::load_be16(inner + 2);
     if (SRV6GW_UNLIKELY(ihl_bytes < net::kIpv4MinHeaderLen || inner_len < ihl_bytes ||
                         off + inner_len > end))
@@ -117,6 +128,7 @@ DecapStatus decap(std::span<uint8_t> outer, LocalSidBehavior behavior, DecapResu
     result.inner_family = net::Family::ipv4;
   } else if (nh == net::kProtoIpv6 && want6) {
     if (SRV6GW_UNLIKELY(off + net::kIpv6HeaderLen > end)) return DecapStatus::truncated_inner;
+    if (SRV6GW_UNLIKELY(beyond(off + net::kIpv6HeaderLen))) return DecapStatus::headers_split;
     if (SRV6GW_UNLIKELY((inner[0] >> 4) != 6)) return DecapStatus::bad_next_header;
     inner_len = net::kIpv6HeaderLen + net::load_be16(inner + 4);
     if (SRV6GW_UNLIKELY(off + inner_len > end)) return DecapStatus::truncated_inner;
@@ -142,6 +154,19 @@ DecapStatus decap(std::span<uint8_t> outer, LocalSidBehavior behavior, DecapResu
     result.inner_marked_ce = new_ecn == kEcnCe;
   }
   return DecapStatus::ok;
+}
+
+}  // namespace
+
+DecapStatus decap(std::span<uint8_t> outer, LocalSidBehavior behavior, DecapResult& result) {
+  return decap_at<false>(outer.data(), outer.size(), outer.size(), behavior, result);
+}
+
+DecapStatus decap(std::span<uint8_t> headers, size_t packet_len, LocalSidBehavior behavior,
+                  DecapResult& result) {
+  if (packet_len <= headers.size())
+    return decap_at<false>(headers.data(), packet_len, packet_len, behavior, result);
+  return decap_at<true>(headers.data(), headers.size(), packet_len, behavior, result);
 }
 
 }  // namespace srv6gw::srv6

@@ -36,7 +36,9 @@ const char* to_string(LocalSidBehavior b);
   X(ecn_ce_on_not_ect,                                                                             \
     "ecn_ce_on_not_ect") /* RFC 6040: outer CE onto a not-ECT inner must be dropped */             \
   X(outer_fragment,                                                                                \
-    "outer_fragment") /* outer IPv6 fragment (offset or M set): we do not reassemble */
+    "outer_fragment") /* outer IPv6 fragment (offset or M set): we do not reassemble */            \
+  X(headers_split,                                                                                 \
+    "headers_split") /* chained packet: the header chain does not fit in the first segment */
 
 enum class DecapStatus : uint8_t { SRV6GW_ENUM_MEMBERS(SRV6GW_DECAP_STATUSES) count_ };
 inline constexpr auto kDecapStatusNames = SRV6GW_ENUM_NAMES(SRV6GW_DECAP_STATUSES);
@@ -63,5 +65,12 @@ struct DecapResult {
 // `outer` must start at the outer IPv6 header and may include trailing bytes (Ethernet
 // padding); lengths come from the headers.
 DecapStatus decap(std::span<uint8_t> outer, LocalSidBehavior behavior, DecapResult& result);
+
+// The same for a packet of `packet_len` bytes (from the outer IPv6 header) of which only
+// `headers` is contiguous (the first mbuf segment of a chain): lengths are checked against
+// packet_len, every header read (outer chain and the inner IP header) must lie in `headers`,
+// else headers_split. With packet_len == headers.size() it is decap() above.
+DecapStatus decap(std::span<uint8_t> headers, size_t packet_len, LocalSidBehavior behavior,
+                  DecapResult& result);
 
 }  // namespace srv6gw::srv6

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <new>
 
+#include "dataplane/datapath/chain.hpp"
 #include "dataplane/datapath/flow_cache.hpp"
 #include "dataplane/datapath/mbuf_span.hpp"
 #include "dataplane/datapath/probe.hpp"
@@ -71,6 +72,36 @@ inline void write_eth(uint8_t* p, const uint8_t* dst, const uint8_t* src, uint16
   std::memcpy(p + 6, src, 6);
   net::store_be16(p + 12, ethertype);
 }
+
+// ---- Fabric VLAN and MTU (docs/design/vlan-jumbo.md) ----
+
+// Ethernet header length of encapsulated frames: with the fabric 802.1Q tag or without.
+inline unsigned fabric_l2_len(const policy::Settings& s) {
+  return s.fabric_vlan ? net::kEthHeaderLen + net::kVlanTagLen : net::kEthHeaderLen;
+}
+
+// The outer Ethernet header toward the fabric. The tag is the one the configuration built
+// (policy::Settings) with the PCP of the inner DSCP put in.
+inline void write_fabric_l2(WorkerCounters& c, uint8_t* p, const uint8_t* dst, const uint8_t* src,
+                            const policy::Settings& s, uint8_t dscp) {
+  if (likely(!s.fabric_vlan)) {
+    write_eth(p, dst, src, net::kEthTypeIpv6);
+    return;
+  }
+  write_eth(p, dst, src, net::kEthTypeVlan);
+  net::store_be16(p + 14, uint16_t(s.fabric_vlan_tci | s.pcp_tci_of_dscp[dscp & 0x3F]));
+  net::store_be16(p + 16, net::kEthTypeIpv6);
+  ++c.fabric_vlan_tagged_out;
+}
+
+// Stage 1 for a host frame of several segments. Without a host MTU (today's behaviour) it is
+// refused (kChainedFrame, dropped as oversize). With one, its headers are pulled into the
+// first segment and it is parsed with its whole length when they all lie there; otherwise
+// refused the same way.
+[[gnu::noinline, gnu::cold]] net::ParseStatus parse_chained_host_frame(WorkerCounters& c,
+                                                                       const policy::Settings& s,
+                                                                       rte_mbuf* m,
+                                                                       net::PacketInfo& info);
 
 // ---- Local SR engine feedback taps ----
 // Events are rare (CE marks, CNPs): they are built out of line, collected per burst and
@@ -191,10 +222,15 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   }
   const policy::CompiledPath& path = p->paths[idx];
   const srv6::EncapTemplate& t = path.encap;
+  const policy::Settings& s = policy::settings_of_rail(view, w.rail);
+  // Port MTUs: the packet as received on the host port, and as it would leave the fabric port.
+  if (unlikely(info.l3_len > s.host_mtu_limit || t.size + info.l3_len > s.fabric_mtu_limit)) {
+    drop(c, m, DropReason::too_big);
+    return nullptr;
+  }
 
   // Outer Ethernet addresses: the configured next hop and our fabric port (the usual case),
   // else the frame's own, saved before the new header overwrites them.
-  const policy::Settings& s = policy::settings_of_rail(view, w.rail);
   uint8_t macs[12];
   const uint8_t* dst_mac = macs;
   const uint8_t* src_mac = macs + 6;
@@ -208,10 +244,11 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
 
   // Ethernet padding after the IP packet would end up inside the outer payload: cut it.
   const uint32_t ip_end = uint32_t(info.l3_offset) + info.l3_len;
-  if (unlikely(m->pkt_len > ip_end)) rte_pktmbuf_trim(m, uint16_t(m->pkt_len - ip_end));
+  if (unlikely(m->pkt_len > ip_end)) trim_packet(m, ip_end);
   rte_pktmbuf_adj(m, info.l3_offset);
 
-  const uint16_t hdr_len = uint16_t(net::kEthHeaderLen + t.size);
+  const unsigned l2_len = fabric_l2_len(s);
+  const uint16_t hdr_len = uint16_t(l2_len + t.size);
   uint8_t* hdr;
   rte_mbuf* head = m;
   if (likely(rte_pktmbuf_headroom(m) >= hdr_len)) {
@@ -237,7 +274,7 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
     return nullptr;
   }
 
-  write_eth(hdr, dst_mac, src_mac, net::kEthTypeIpv6);
+  write_fabric_l2(c, hdr, dst_mac, src_mac, s, info.dscp);
   srv6::EncapFields f;
   f.inner_len = info.l3_len;
   f.inner_proto = info.family == net::Family::ipv4 ? net::kProtoIpv4 : net::kProtoIpv6;
@@ -247,9 +284,9 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   f.tag_in_source = w.path_id_in_source.load(std::memory_order_relaxed);
   f.tag = likely(!info.is_cnp) ? path.path_id
                                : cnp_tag(w, info, t.has_srh || f.tag_in_source, path.path_id, now);
-  srv6::write_encap(t, hdr + net::kEthHeaderLen, f);
+  srv6::write_encap(t, hdr + l2_len, f);
   if (unlikely(w.rail_source_override) && p->default_source)
-    write_rail_source(w, hdr + net::kEthHeaderLen, f.tag_in_source && !t.has_srh);
+    write_rail_source(w, hdr + l2_len, f.tag_in_source && !t.has_srh);
 
   ++c.encap;
   PathCounter& pc = w.path_counters[size_t(slot) * policy::kMaxPaths + idx];
@@ -261,27 +298,38 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
 // The decap step, the mirror of encap_one: decapsulates one frame addressed to our local SID
 // (`behavior`; the outer IPv6 header at `l3_offset`), taps the engine's feedback and writes
 // the inner packet's Ethernet header toward the host (`host_mac`: configured or learned,
-// null to keep the frame's own). Returns the mbuf to send, or null when the packet was
-// dropped (counted).
+// null to keep the frame's own; `outer_tag`: the frame's first 802.1Q tag as TPID << 16 |
+// TCI, 0 when untagged). Returns the mbuf to send, or null when the packet was dropped
+// (counted).
 inline rte_mbuf* decap_one(WorkerContext& w, const policy::Settings& s, rte_mbuf* m,
                            uint16_t l3_offset, srv6::LocalSidBehavior behavior,
-                           const uint8_t* host_mac, uint64_t now) {
+                           const uint8_t* host_mac, uint64_t now, uint32_t outer_tag) {
   WorkerCounters& c = w.counters;
-  // A chain (beyond the MTU, see process_host_burst) is only decapsulated from its first
-  // segment: refuse it by name. Chains not for us took the non-SID action before,
-  // untouched (e.g. our own chained-header encapsulations looped back by net_ring).
+  // A chain (a frame beyond one segment) is decapsulated only with a fabric MTU configured
+  // (its headers were pulled into the first segment); otherwise refused by name as before.
+  // Chains not for us took the non-SID action before, untouched (e.g. our own
+  // chained-header encapsulations looped back by net_ring).
   if (unlikely(m->nb_segs != 1)) {
-    drop(c, m, DropReason::oversize);
-    return nullptr;
+    if (s.fabric_mtu == 0) {
+      drop(c, m, DropReason::oversize);
+      return nullptr;
+    }
+    ++c.chained_in;
   }
+  if (unlikely(outer_tag != 0)) ++c.fabric_vlan_tagged_in;
   uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
   const uint16_t len = m->data_len;
   srv6::DecapResult r;
-  const srv6::DecapStatus ds =
-      srv6::decap(std::span<uint8_t>(d + l3_offset, len - l3_offset), behavior, r);
+  const srv6::DecapStatus ds = srv6::decap(std::span<uint8_t>(d + l3_offset, len - l3_offset),
+                                           m->pkt_len - l3_offset, behavior, r);
   ++c.decap_status[size_t(ds)];
   if (unlikely(ds != srv6::DecapStatus::ok)) {
     drop(c, m, DropReason::decap_refused);
+    return nullptr;
+  }
+  // The outer IPv6 packet as it came from the fabric (trailing Ethernet bytes not counted).
+  if (unlikely(net::kIpv6HeaderLen + net::load_be16(d + l3_offset + 4) > s.fabric_mtu_limit)) {
+    drop(c, m, DropReason::too_big);
     return nullptr;
   }
   // Feedback taps for the local SR engine (RoCEv2 inner packets only).
@@ -290,8 +338,13 @@ inline rte_mbuf* decap_one(WorkerContext& w, const policy::Settings& s, rte_mbuf
     const bool ce = r.outer_ecn == 3;
     c.outer_ce_seen += ce;
     net::PacketInfo inner;
-    const std::span<const uint8_t> ip(d + l3_offset + r.inner_offset, r.inner_len);
-    if (net::parse_ip(ip, r.inner_family, inner) == net::ParseStatus::ok) {
+    const uint8_t* inner_ip = d + l3_offset + r.inner_offset;
+    const std::span<const uint8_t> ip(inner_ip, r.inner_len);
+    // A chain's inner headers are read from the first segment only.
+    const bool readable =
+        likely(m->nb_segs == 1) || roce_headers_fit(inner_ip, len - l3_offset - r.inner_offset,
+                                                    r.inner_family == net::Family::ipv6);
+    if (readable && net::parse_ip(ip, r.inner_family, inner) == net::ParseStatus::ok) {
       if (unlikely(ce)) tap_ce(w, inner, r, d + l3_offset, now);
       if (unlikely(inner.is_cnp)) {
         ++c.cnp_seen;
@@ -300,21 +353,60 @@ inline rte_mbuf* decap_one(WorkerContext& w, const policy::Settings& s, rte_mbuf
     }
   }
 
+  if (unlikely(r.inner_len > s.host_mtu_limit)) {
+    drop(c, m, DropReason::too_big);
+    return nullptr;
+  }
+
   uint8_t macs[12];
   std::memcpy(macs, d, sizeof macs);
   rte_pktmbuf_adj(m, uint16_t(l3_offset + r.inner_offset));
-  if (m->pkt_len > r.inner_len) rte_pktmbuf_trim(m, uint16_t(m->pkt_len - r.inner_len));
-  uint8_t* eth = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, net::kEthHeaderLen));
+  if (m->pkt_len > r.inner_len) trim_packet(m, r.inner_len);
   const uint8_t* dst_mac = macs;
   const uint8_t* src_mac = macs + 6;
   if (!s.transparent_mac) {
     if (host_mac) dst_mac = host_mac;
     src_mac = w.host_port_mac.bytes.data();
   }
-  write_eth(eth, dst_mac, src_mac,
-            r.inner_family == net::Family::ipv4 ? net::kEthTypeIpv4 : net::kEthTypeIpv6);
+  const uint16_t inner_type =
+      r.inner_family == net::Family::ipv4 ? net::kEthTypeIpv4 : net::kEthTypeIpv6;
+  // Decap "keep": the frame toward the host carries the outer frame's first tag as received.
+  const uint32_t host_tag = unlikely(s.host_keep_vlan) ? outer_tag : 0;
+  const uint16_t l2_len =
+      uint16_t(host_tag ? net::kEthHeaderLen + net::kVlanTagLen : net::kEthHeaderLen);
+  // The outer headers just removed leave the room (null only for a corrupt mbuf).
+  uint8_t* eth = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, l2_len));
+  if (unlikely(eth == nullptr)) {
+    drop(c, m, DropReason::no_headroom);
+    return nullptr;
+  }
+  if (likely(host_tag == 0)) {
+    write_eth(eth, dst_mac, src_mac, inner_type);
+  } else {
+    write_eth(eth, dst_mac, src_mac, uint16_t(host_tag >> 16));
+    net::store_be16(eth + 14, uint16_t(host_tag));
+    net::store_be16(eth + 16, inner_type);
+  }
   ++c.decap;
   return m;
+}
+
+net::ParseStatus parse_chained_host_frame(WorkerCounters& c, const policy::Settings& s, rte_mbuf* m,
+                                          net::PacketInfo& info) {
+  if (s.host_mtu == 0) return kChainedFrame;
+  pull_up_headers(m);
+  const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
+  net::L2Header l2;
+  if (net::walk_l2(d, m->data_len, l2, [](unsigned, uint16_t, uint16_t) {}) !=
+          net::ParseStatus::ok ||
+      (l2.ethertype != net::kEthTypeIpv4 && l2.ethertype != net::kEthTypeIpv6) ||
+      !roce_headers_fit(d + l2.l3_offset, m->data_len - l2.l3_offset,
+                        l2.ethertype == net::kEthTypeIpv6))
+    return kChainedFrame;
+  ++c.chained_in;
+  // Every read of the parser lies in the headers just checked to be in the first segment;
+  // lengths are checked against the whole frame.
+  return net::parse_frame(std::span<const uint8_t>(d, m->pkt_len), info);
 }
 
 }  // namespace
@@ -363,14 +455,18 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
         rte_prefetch0(rte_pktmbuf_mtod(pkts[base + i + kPrefetchAhead], void*));
       rte_mbuf* m = chunk[i];
       rx_bytes += m->pkt_len;
+      net::ParseStatus st;
       if (unlikely(m->nb_segs != 1)) {
-        // Larger than one segment: ports do not enable scattered RX (the data room holds the
-        // MTU), but vdevs such as net_pcap chain what a NIC would drop at its MTU. Headers
-        // are only read from the first segment, so such frames are never parsed.
-        status[i] = kChainedFrame;
-        continue;
+        // Larger than one segment: scattered RX with a host MTU configured, or a vdev such as
+        // net_pcap chaining what a NIC would drop at its MTU (refused without a host MTU).
+        st = parse_chained_host_frame(c, policy::settings_of_rail(view, w.rail), m, info[i]);
+        if (st == kChainedFrame) {
+          status[i] = st;
+          continue;
+        }
+      } else {
+        st = net::parse_frame(first_segment(m), info[i]);
       }
-      const net::ParseStatus st = net::parse_frame(first_segment(m), info[i]);
       status[i] = st;
       if (likely(st == net::ParseStatus::ok)) {
         if (unlikely(info[i].is_cnp)) ++c.cnp_seen;
@@ -470,14 +566,19 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
     rte_mbuf* m = pkts[i];
     ++c.rx_fabric;
     c.rx_fabric_bytes += m->pkt_len;
+    // A chain's headers are read from its first segment (MTU configured: pulled up there).
+    if (unlikely(m->nb_segs != 1) && s.fabric_mtu != 0) pull_up_headers(m);
     const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
     const uint16_t len = m->data_len;
 
     // Classify: L2 (the parser's walk), then the outer destination against our local SIDs.
     // More tags than we walk is not a frame for one of our SIDs: the non-SID action.
     net::L2Header l2;
+    uint32_t outer_tag = 0;  // the first 802.1Q/802.1ad tag, TPID << 16 | TCI
     const net::ParseStatus l2_status =
-        net::walk_l2(d, len, l2, [](unsigned, uint16_t, uint16_t) {});
+        net::walk_l2(d, len, l2, [&outer_tag](unsigned index, uint16_t tpid, uint16_t tci) {
+          if (index == 0) outer_tag = uint32_t(tpid) << 16 | tci;
+        });
     if (unlikely(l2_status == net::ParseStatus::truncated_eth ||
                  l2_status == net::ParseStatus::truncated_vlan)) {
       ++c.parse_status[size_t(l2_status)];
@@ -502,7 +603,7 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
       handle_probe(w, m, off, now);  // reflected toward the fabric or handed to the prober
       continue;
     }
-    if (rte_mbuf* res = decap_one(w, s, m, off, sid->behavior, host_mac, now);
+    if (rte_mbuf* res = decap_one(w, s, m, off, sid->behavior, host_mac, now, outer_tag);
         likely(res != nullptr))
       out[n_out++] = res;
   }

@@ -104,6 +104,10 @@ TEST(Loader, EnumNameListsMatchTheYangModule) {
     EXPECT_TRUE(in_module(name)) << name;
     EXPECT_EQ(parse_local_sid_behavior(yang_name(member)), member);
   }
+  for (size_t i = 0; i < kHostVlanModeNames.size(); ++i) {
+    EXPECT_TRUE(in_module(kHostVlanModeNames[i])) << kHostVlanModeNames[i];
+    EXPECT_EQ(parse_host_vlan_mode(to_string(HostVlanMode(i))), HostVlanMode(i));
+  }
   EXPECT_EQ(parse_encap_mode("encaps_red"), std::nullopt);  // srv6::to_string's name, not YANG's
   EXPECT_EQ(parse_selection_mode("Flow"), std::nullopt);
 }
@@ -302,6 +306,22 @@ INSTANTIATE_TEST_SUITE_P(
                  minimal_with(R"("policies")",
                               R"("steering": {"rule": [{"id": 1, "policy": "p"}]}, "policies")"),
                  "/srv6gw:gateway/steering/rule[id='1']", "a rule needs a match"},
+        YangCase{"vlan_id_out_of_range",
+                 minimal_with(R"("fabric": "f")", R"("fabric": "f", "fabric-vlan": {"id": 4095})"),
+                 "/srv6gw:gateway/ports/fabric-vlan/id", "4095"},
+        YangCase{"vlan_pcp_out_of_range",
+                 minimal_with(R"("fabric": "f")",
+                              R"("fabric": "f", "fabric-vlan": {"id": 5,
+                                 "dscp-pcp": [{"dscp": 46, "pcp": 8}]})"),
+                 "/srv6gw:gateway/ports/fabric-vlan/dscp-pcp[dscp='46']/pcp", "8"},
+        YangCase{"vlan_dscp_out_of_range",
+                 minimal_with(R"("fabric": "f")",
+                              R"("fabric": "f", "fabric-vlan": {"id": 5,
+                                 "dscp-pcp": [{"dscp": 64, "pcp": 1}]})"),
+                 "/srv6gw:gateway/ports/fabric-vlan/dscp-pcp/dscp", "64"},
+        YangCase{"mtu_too_small",
+                 minimal_with(R"("fabric": "f")", R"("fabric": "f", "fabric-mtu": 1000)"),
+                 "/srv6gw:gateway/ports/fabric-mtu", "1000"},
         YangCase{"bad_container_type", R"({"srv6gw:gateway": {"ports": 5}})", "/srv6gw:gateway",
                  "ports"},
         YangCase{"unknown_module", R"({"other:gateway": {}})", "", "other"},
@@ -323,6 +343,34 @@ TEST(Loader, SemanticErrorsComeFromValidate) {
   ConfigError e = refused(load_config_json(json));
   EXPECT_EQ(e.path, kPolicyP + "/segment-list[name='b']/path-id");
   EXPECT_NE(e.message.find("already used"), std::string::npos) << e.message;
+}
+
+TEST(Loader, FabricVlanAndMtusMapAndRoundTrip) {
+  const std::string json = minimal_with(R"("fabric": "f")", R"("fabric": "f",
+      "host-mtu": 9000, "fabric-mtu": 9100,
+      "fabric-vlan": {"id": 100, "dscp-pcp": [{"dscp": 46, "pcp": 6}, {"dscp": 0, "pcp": 1}],
+                      "host": "keep"})");
+  auto r = load_config_json(json);
+  const GatewayConfig& c = ok(r);
+  EXPECT_EQ(c.host_port.mtu, 9000);
+  EXPECT_EQ(c.fabric_port.mtu, 9100);
+  EXPECT_FALSE(c.host_port.vlan.enabled);
+  const FabricVlan& v = c.fabric_port.vlan;
+  EXPECT_TRUE(v.enabled);
+  EXPECT_EQ(v.id, 100);
+  EXPECT_EQ(v.host, HostVlanMode::keep);
+  EXPECT_EQ(pcp_for_dscp(v, 46), 6);
+  EXPECT_EQ(pcp_for_dscp(v, 0), 1);
+  EXPECT_EQ(pcp_for_dscp(v, 26), 3);  // default: the top three DSCP bits
+  EXPECT_EQ(pcp_for_dscp(v, 63), 7);
+  auto again = load_config_json(to_json(c));
+  EXPECT_EQ(ok(again), c);
+  // Absent: no tag, no MTU, strip by default when only the id is given.
+  EXPECT_EQ(ok(load_config_json(kMinimal)).fabric_port.vlan, FabricVlan{});
+  auto id_only = load_config_json(minimal_with(R"("fabric": "f")", R"("fabric": "f",
+      "fabric-vlan": {"id": 7})"));
+  EXPECT_EQ(ok(id_only).fabric_port.vlan.host, HostVlanMode::strip);
+  EXPECT_EQ(ok(id_only).fabric_port.mtu, 0);
 }
 
 TEST(Loader, EngineParametersMapAndRoundTrip) {

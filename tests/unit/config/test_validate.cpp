@@ -173,6 +173,43 @@ const Case kCases[] = {
     {"queues_zero", [](auto& c) { c.queues = 0; }, "/srv6gw:gateway/ports/queues", "1..128"},
     {"queues_too_many", [](auto& c) { c.queues = 129; }, "/srv6gw:gateway/ports/queues", "not 129"},
     {"mbufs_zero", [](auto& c) { c.mbufs = 0; }, "/srv6gw:gateway/ports/mbufs", "at least 1"},
+    {"vlan_id_zero",
+     [](auto& c) {
+       c.fabric_port.vlan.enabled = true;
+       c.fabric_port.vlan.id = 0;
+     },
+     "/srv6gw:gateway/ports/fabric-vlan/id", "1..4094, not 0"},
+    {"vlan_id_4095",
+     [](auto& c) {
+       c.fabric_port.vlan.enabled = true;
+       c.fabric_port.vlan.id = 4095;
+     },
+     "/srv6gw:gateway/ports/fabric-vlan/id", "not 4095"},
+    {"vlan_pcp_8",
+     [](auto& c) {
+       c.fabric_port.vlan = {true, 10, {{46, 8}}, config::HostVlanMode::strip};
+     },
+     "/srv6gw:gateway/ports/fabric-vlan/dscp-pcp[dscp='46']/pcp", "0..7, not 8"},
+    {"vlan_dscp_64",
+     [](auto& c) {
+       c.fabric_port.vlan = {true, 10, {{64, 1}}, config::HostVlanMode::strip};
+     },
+     "/srv6gw:gateway/ports/fabric-vlan/dscp-pcp/dscp", "0..63, not 64"},
+    {"vlan_dscp_twice",
+     [](auto& c) {
+       c.fabric_port.vlan = {true, 10, {{46, 5}, {46, 6}}, config::HostVlanMode::strip};
+     },
+     "/srv6gw:gateway/ports/fabric-vlan/dscp-pcp[dscp='46']", "mapped twice"},
+    {"vlan_on_host_role",
+     [](auto& c) {
+       c.host_port.vlan.enabled = true;
+       c.host_port.vlan.id = 5;
+     },
+     "/srv6gw:gateway/ports/fabric-vlan", "fabric side"},
+    {"host_mtu_small", [](auto& c) { c.host_port.mtu = 576; }, "/srv6gw:gateway/ports/host-mtu",
+     "1280..9600, not 576"},
+    {"fabric_mtu_big", [](auto& c) { c.fabric_port.mtu = 9601; },
+     "/srv6gw:gateway/ports/fabric-mtu", "not 9601"},
     {"source_unspecified", [](auto& c) { c.source = {}; }, "/srv6gw:gateway/source-address",
      "unspecified"},
     {"source_multicast", [](auto& c) { c.source = v6("ff02::1"); },

@@ -13,6 +13,7 @@
 #include "../policy/config_builder.hpp"
 #include "dataplane/control/gateway.hpp"
 #include "dataplane/datapath/burst.hpp"
+#include "dataplane/datapath/chain.hpp"
 #include "dataplane/datapath/mbuf_span.hpp"
 #include "dataplane/worker_context.hpp"
 #include "net/parse.hpp"
@@ -772,6 +773,226 @@ TEST_F(PipelineTest, RailsHaveTheirOwnSourceMacsAndSids) {
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->path, "/srv6gw:gateway/rails");
   EXPECT_EQ(gw_->apply(cfg), std::nullopt);
+}
+
+// ---- Fabric VLAN, MTU and chained frames (docs/design/vlan-jumbo.md) ----
+
+// Segment sizes for a `total`-byte frame: `head` first, then full 2560-byte segments (the
+// test pool's data room), and a last segment of `last` bytes when non-zero.
+std::vector<uint16_t> segment_sizes(size_t total, std::vector<uint16_t> head, size_t last = 0) {
+  size_t mid = total - last;
+  for (uint16_t h : head) mid -= h;
+  while (mid > 0) {
+    const size_t n = std::min<size_t>(mid, 2560);
+    head.push_back(uint16_t(n));
+    mid -= n;
+  }
+  if (last) head.push_back(uint16_t(last));
+  return head;
+}
+
+// `frame` as a chain of segments of segment_sizes(frame.size(), head, last).
+rte_mbuf* chain_of(const Bytes& frame, std::vector<uint16_t> head, size_t last = 0) {
+  rte_mbuf* chain = nullptr;
+  size_t at = 0;
+  for (const uint16_t n : segment_sizes(frame.size(), std::move(head), last)) {
+    rte_mbuf* seg = rte_pktmbuf_alloc(g_pool);
+    EXPECT_NE(seg, nullptr);
+    char* p = rte_pktmbuf_append(seg, n);
+    EXPECT_NE(p, nullptr) << "segment of " << n << " bytes";
+    std::memcpy(p, frame.data() + at, n);
+    at += n;
+    if (chain == nullptr)
+      chain = seg;
+    else
+      EXPECT_EQ(rte_pktmbuf_chain(chain, seg), 0);
+  }
+  return chain;
+}
+
+Bytes chain_bytes(const rte_mbuf* m) {
+  Bytes b(m->pkt_len);
+  EXPECT_EQ(copy_packet(m, b), m->pkt_len);
+  return b;
+}
+
+// The frame with an 802.1Q tag (TCI `tci`) inserted after the MAC addresses.
+Bytes with_tag(Bytes frame, uint16_t tci) {
+  const uint8_t tag[4] = {0x81, 0x00, uint8_t(tci >> 8), uint8_t(tci)};
+  frame.insert(frame.begin() + 12, tag, tag + 4);
+  return frame;
+}
+
+TEST_F(PipelineTest, PullUpAndTrimOnChains) {
+  Bytes frame(3000);
+  for (size_t i = 0; i < frame.size(); ++i) frame[i] = uint8_t(i * 13 + 1);
+  // A short first segment takes bytes from the next ones; an emptied segment is freed.
+  rte_mbuf* m = chain_of(frame, {60, 100, 1000});
+  ASSERT_EQ(m->nb_segs, 4);  // 60, 100, 1000, 1840
+  pull_up_headers(m);
+  EXPECT_EQ(m->data_len, kChainHeaderBytes);
+  EXPECT_EQ(m->nb_segs, 3);
+  EXPECT_EQ(m->pkt_len, frame.size());
+  EXPECT_EQ(chain_bytes(m), frame);
+  // Cut inside the third segment, then exactly at the end of the first.
+  trim_packet(m, 2000);
+  EXPECT_EQ(m->nb_segs, 3);
+  EXPECT_EQ(chain_bytes(m), Bytes(frame.begin(), frame.begin() + 2000));
+  trim_packet(m, kChainHeaderBytes);
+  EXPECT_EQ(m->nb_segs, 1);
+  EXPECT_EQ(rte_pktmbuf_lastseg(m), m);
+  EXPECT_EQ(chain_bytes(m), Bytes(frame.begin(), frame.begin() + kChainHeaderBytes));
+  rte_pktmbuf_free(m);
+  // A chain shorter than the pull-up bound ends as one segment.
+  m = chain_of(Bytes(frame.begin(), frame.begin() + 200), {50, 50});
+  pull_up_headers(m);
+  EXPECT_EQ(m->nb_segs, 1);
+  EXPECT_EQ(chain_bytes(m), Bytes(frame.begin(), frame.begin() + 200));
+  rte_pktmbuf_free(m);
+}
+
+TEST_F(PipelineTest, FabricVlanTagCarriesMappedPcp) {
+  auto cfg = gateway_config({"fc00:1::1", "fc00:2::1"});
+  cfg.fabric_port.vlan.enabled = true;
+  cfg.fabric_port.vlan.id = 100;
+  cfg.fabric_port.vlan.dscp_pcp = {{46, 6}};  // override; DSCP 26 keeps the default 26 >> 3
+  create(cfg);
+  for (const auto& [dscp, pcp] :
+       std::vector<std::pair<uint8_t, uint16_t>>{{26, 3}, {46, 6}, {0, 0}}) {
+    RoceSpec s;
+    s.dscp = dscp;
+    s.ecn = 1;
+    const Bytes in = test::roce_frame(s);
+    const Bytes out = run(in, true);
+    const Bytes untagged = expected_encap(in, cfg, cfg.policies[0].segment_lists[0],
+                                          srv6::EncapMode::encaps, kNexthopMac, kFabricPortMac);
+    EXPECT_EQ(out, with_tag(untagged, uint16_t(pcp << 13 | 100))) << "dscp " << int(dscp);
+  }
+  EXPECT_EQ(c().fabric_vlan_tagged_out, 3u);
+  EXPECT_EQ(c().encap, 3u);
+  // Off again (published at runtime): untagged, not counted.
+  cfg.fabric_port.vlan = {};
+  ASSERT_FALSE(gw_->apply(cfg));
+  const Bytes in = test::roce_frame({});
+  EXPECT_EQ(run(in, true), expected_encap(in, cfg, cfg.policies[0].segment_lists[0],
+                                          srv6::EncapMode::encaps, kNexthopMac, kFabricPortMac));
+  EXPECT_EQ(c().fabric_vlan_tagged_out, 3u);
+}
+
+TEST_F(PipelineTest, TaggedFabricFramesDecapStripOrKeep) {
+  auto cfg = gateway_config({"fc00:1::1"});
+  create(cfg);  // no fabric-vlan configured: tagged frames to our SIDs are still accepted
+  const Bytes inner = test::roce_ip_packet({});
+  const Bytes ip6 = test::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0,
+                                      {"fc00:1::1", "fc00:aa::d4"}, 9, 4, inner);
+  const uint16_t tci = 5 << 13 | 100;
+  const Bytes tagged = with_tag(fabric_frame(ip6), tci);
+  const Bytes host_frame =
+      test::ethernet(test::L2Spec{kHostMac.bytes, kHostPortMac.bytes, {}}, 0x0800, inner);
+  EXPECT_EQ(run(tagged, false), host_frame);
+  EXPECT_EQ(c().fabric_vlan_tagged_in, 1u);
+
+  cfg.fabric_port.vlan.enabled = true;
+  cfg.fabric_port.vlan.id = 100;
+  cfg.fabric_port.vlan.host = config::HostVlanMode::keep;
+  ASSERT_FALSE(gw_->apply(cfg));
+  EXPECT_EQ(run(tagged, false), with_tag(host_frame, tci));  // the tag as received
+  EXPECT_EQ(run(fabric_frame(ip6), false), host_frame);      // untagged in: untagged out
+  // QinQ: the outer (802.1ad) tag is the one kept.
+  test::L2Spec qinq{kFabricPortMac.bytes, kNexthopMac.bytes, {{0x88A8, 7}, {0x8100, tci}}};
+  Bytes want = host_frame;
+  const uint8_t stag[4] = {0x88, 0xA8, 0, 7};
+  want.insert(want.begin() + 12, stag, stag + 4);
+  EXPECT_EQ(run(test::ethernet(qinq, 0x86DD, ip6), false), want);
+  EXPECT_EQ(c().fabric_vlan_tagged_in, 3u);
+  EXPECT_EQ(c().decap, 4u);
+}
+
+// 9000-byte RoCEv2 IP packets in chains (a short first segment, and full ones as a NIC
+// scatters) through encap and decap, byte-exact; without a configured MTU they stay refused.
+TEST_F(PipelineTest, JumboChainsEncapAndDecapByteExact) {
+  auto cfg = gateway_config({"fc00:1::1", "fc00:2::1"});
+  cfg.host_port.mtu = 9000;
+  cfg.fabric_port.mtu = 9100;
+  create(cfg);
+  RoceSpec s;
+  s.payload = 9000 - 20 - 8 - 12 - 4;
+  s.dscp = 26;
+  const Bytes in = test::roce_frame(s);
+  ASSERT_EQ(in.size(), 14u + 9000);
+  const Bytes want = expected_encap(in, cfg, cfg.policies[0].segment_lists[0],
+                                    srv6::EncapMode::encaps, kNexthopMac, kFabricPortMac);
+  const Bytes inner = test::roce_ip_packet(s);
+  const Bytes fabric_in = fabric_frame(test::srv6_packet(
+      "fc00:ffff::2", "fc00:aa::46", 0, {"fc00:1::1", "fc00:aa::46"}, 9, 4, inner));
+  const Bytes host_out =
+      test::ethernet(test::L2Spec{kHostMac.bytes, kHostPortMac.bytes, {}}, 0x0800, inner);
+  unsigned n = 0;
+  for (const std::vector<uint16_t>& sizes :
+       {std::vector<uint16_t>{40, 2000}, std::vector<uint16_t>{}}) {
+    rte_mbuf* pkts[1] = {chain_of(in, sizes)};
+    rte_mbuf* out[1] = {nullptr};
+    ASSERT_EQ(process_host_burst(*w_, pkts, 1, out), 1);
+    EXPECT_EQ(chain_bytes(out[0]), want) << "encap, " << sizes.size() << " head sizes";
+    rte_pktmbuf_free(out[0]);
+    // Decap, also with Ethernet trailer bytes after the IP packet spread over the last two
+    // segments (cut across segments).
+    for (const size_t trailer : {size_t(0), size_t(70)}) {
+      Bytes f = fabric_in;
+      f.resize(f.size() + trailer, 0xEE);
+      pkts[0] = chain_of(f, sizes, trailer ? 30 : 0);
+      ASSERT_EQ(process_fabric_burst(*w_, pkts, 1, out), 1);
+      EXPECT_EQ(chain_bytes(out[0]), host_out)
+          << "decap, " << sizes.size() << " head sizes, trailer " << trailer;
+      rte_pktmbuf_free(out[0]);
+      ++n;
+    }
+  }
+  EXPECT_EQ(c().encap, 2u);
+  EXPECT_EQ(c().decap, n);
+  EXPECT_EQ(c().chained_in, 2u + n);
+  EXPECT_EQ(c().drops[size_t(DropReason::oversize)], 0u);
+
+  // No MTU configured: today's behaviour, chains refused as oversize on both sides.
+  cfg.host_port.mtu = 0;
+  cfg.fabric_port.mtu = 0;
+  ASSERT_FALSE(gw_->apply(cfg));
+  rte_mbuf* pkts[2] = {chain_of(in, {2560, 2560}), chain_of(fabric_in, {2560, 2560})};
+  rte_mbuf* out[1] = {nullptr};
+  EXPECT_EQ(process_host_burst(*w_, pkts, 1, out), 0);
+  EXPECT_EQ(process_fabric_burst(*w_, pkts + 1, 1, out), 0);
+  EXPECT_EQ(c().drops[size_t(DropReason::oversize)], 2u);
+}
+
+TEST_F(PipelineTest, MtuChecksDropTooBigOnBothPorts) {
+  auto cfg = gateway_config({"fc00:1::1", "fc00:2::1"});  // 40 + 8 + 32 = 80 bytes of encap
+  cfg.host_port.mtu = 1500;
+  cfg.fabric_port.mtu = 1500;
+  create(cfg);
+  RoceSpec s;
+  s.payload = 1420 - 44;  // 1420-byte IP packet: 1500 with the encap
+  EXPECT_FALSE(run(test::roce_frame(s), true).empty());
+  s.payload += 1;  // 1501 outer
+  EXPECT_TRUE(run(test::roce_frame(s), true).empty());
+  s.payload = 1501 - 44;  // above the host MTU itself
+  EXPECT_TRUE(run(test::roce_frame(s), true).empty());
+  EXPECT_EQ(c().drops[size_t(DropReason::too_big)], 2u);
+  EXPECT_EQ(c().encap, 1u);
+
+  // Fabric side: the outer packet above the fabric MTU, then an inner one above the host's.
+  cfg.fabric_port.mtu = 1600;
+  cfg.host_port.mtu = 1400;
+  ASSERT_FALSE(gw_->apply(cfg));
+  for (size_t inner_len : {size_t(1400), size_t(1401), size_t(1600)}) {
+    RoceSpec i;
+    i.payload = inner_len - 44;
+    const Bytes out = run(fabric_frame(test::srv6_packet("fc00:ffff::2", "fc00:aa::d4", 0, {}, 0, 4,
+                                                         test::roce_ip_packet(i))),
+                          false);
+    EXPECT_EQ(out.empty(), inner_len != 1400) << inner_len;
+  }
+  EXPECT_EQ(c().drops[size_t(DropReason::too_big)], 4u);
+  EXPECT_EQ(c().decap, 1u);
 }
 
 }  // namespace

@@ -133,7 +133,14 @@ struct Row {
   Bytes pkt;
   LocalSidBehavior behavior;
   DecapStatus want;
+  size_t contiguous = 0;  // > 0: only this many bytes are contiguous (a chain's first segment)
 };
+
+DecapStatus decap_row(Bytes& pkt, const Row& row, DecapResult& res) {
+  if (row.contiguous == 0) return decap(pkt, row.behavior, res);
+  return decap(std::span<uint8_t>(pkt.data(), std::min(row.contiguous, pkt.size())), pkt.size(),
+               row.behavior, res);
+}
 
 std::vector<Row> rows() {
   using B = LocalSidBehavior;
@@ -225,6 +232,20 @@ std::vector<Row> rows() {
                B::end_dx4, DecapStatus::outer_fragment});
   r.push_back({"fragment_later", outer(44, test::concat({test::fragment_hdr(4, 10, false), in4})),
                B::end_dx4, DecapStatus::outer_fragment});
+  // Chains: only the first `contiguous` bytes are readable; every header must lie in them.
+  const Bytes big4 = inner_v4(0x02, 8000);
+  r.push_back({"split_in_outer", outer(43, test::concat({srh(4), big4})), B::end_dx4,
+               DecapStatus::headers_split, 30});
+  r.push_back({"split_in_srh", outer(43, test::concat({srh(4), big4})), B::end_dx4,
+               DecapStatus::headers_split, 44});
+  r.push_back({"split_in_inner_v4", outer(43, test::concat({srh(4), big4})), B::end_dx4,
+               DecapStatus::headers_split, 40 + 40 + 10});
+  r.push_back({"split_in_inner_v6", outer(41, inner_v6(0x02, 8000)), B::end_dx6,
+               DecapStatus::headers_split, 40 + 39});
+  r.push_back({"split_headers_whole", outer(43, test::concat({srh(4), big4})), B::end_dx4,
+               DecapStatus::ok, 40 + 40 + 20});
+  r.push_back({"split_first_200", outer(43, test::concat({srh(4), big4})), B::end_dx4,
+               DecapStatus::ok, 200});
   return r;
 }
 
@@ -232,18 +253,47 @@ TEST(Decap, MalformedTable) {
   for (Row& row : rows()) {
     DecapResult res;
     Bytes pkt = row.pkt;
-    const DecapStatus got = decap(pkt, row.behavior, res);
+    const DecapStatus got = decap_row(pkt, row, res);
     EXPECT_EQ(got, row.want) << row.name << ": got " << to_string(got) << " want "
                              << to_string(row.want);
     if (got != DecapStatus::ok && got != DecapStatus::ecn_ce_on_not_ect) {
       EXPECT_EQ(pkt, row.pkt) << row.name << ": a refused packet must be left as it was";
     }
     // Every prefix: refused cleanly, no read past the span.
-    for (size_t n = 0; n < row.pkt.size(); ++n) {
+    const size_t prefixes = row.contiguous ? 512 : row.pkt.size();  // chains: the header part
+    for (size_t n = 0; n < prefixes; ++n) {
       Bytes prefix(row.pkt.begin(), row.pkt.begin() + n);
       (void)decap(prefix, row.behavior, res);
+      // The same bytes as the readable part of a longer chain: no read past them either.
+      Bytes head(row.pkt.begin(), row.pkt.begin() + n);
+      (void)decap(std::span<uint8_t>(head), row.pkt.size(), row.behavior, res);
     }
   }
+}
+
+// The chained form reports the same as the contiguous one when everything is contiguous, and
+// where the inner packet is in a split packet (lengths from the whole packet).
+TEST(Decap, SplitFormAgreesWithContiguous) {
+  for (const Row& row : rows()) {
+    if (row.contiguous != 0) continue;
+    Bytes a = row.pkt, b = row.pkt;
+    DecapResult ra, rb;
+    EXPECT_EQ(decap(a, row.behavior, ra), decap(std::span<uint8_t>(b), b.size(), row.behavior, rb))
+        << row.name;
+    EXPECT_EQ(a, b) << row.name;
+  }
+  Bytes pkt = outer(43, test::concat({srh(4, 0, 0x77), inner_v4(0x01, 8000)}), 0x03);
+  DecapResult r;
+  ASSERT_EQ(decap(std::span<uint8_t>(pkt.data(), 120), pkt.size(), LocalSidBehavior::end_dx4, r),
+            DecapStatus::ok);
+  EXPECT_EQ(r.inner_offset, 80);
+  EXPECT_EQ(r.inner_len, 20 + 8 + 12 + 8000 + 4);
+  EXPECT_TRUE(r.inner_marked_ce);  // RFC 6040 applied in the first segment
+  EXPECT_EQ(r.srh_tag, 0x77);
+  // The whole packet is shorter than its payload length says: refused as before.
+  EXPECT_EQ(
+      decap(std::span<uint8_t>(pkt.data(), 120), pkt.size() - 1, LocalSidBehavior::end_dx4, r),
+      DecapStatus::bad_outer_length);
 }
 
 TEST(Decap, EveryStatusCoveredAndNamed) {

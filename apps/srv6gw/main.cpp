@@ -511,9 +511,12 @@ int run(int argc, char** argv) {
   if (int rc = rte_pdump_init(); rc != 0)
     spdlog::warn("pdump init failed ({}): dpdk-dumpcap will not attach", rte_strerror(rte_errno));
 
-  spdlog::info("srv6gw starting: config {}, {} policies, {} steering rules, {} local SIDs",
-               app.options.config_path, app.config.policies.size(), app.config.steering.size(),
-               app.config.local_sids.size());
+  size_t local_sids = app.config.local_sids.size();
+  for (const config::Rail& r : app.config.rails) local_sids += r.local_sids.size();
+  spdlog::info(
+      "srv6gw starting: config {}, {} rail(s), {} policies, {} steering rules, {} local SIDs",
+      app.options.config_path, config::effective_rails(app.config).size(),
+      app.config.policies.size(), app.config.steering.size(), local_sids);
   int rc = 0;
   if (bring_up(app)) {
     register_telemetry(app);

@@ -21,17 +21,17 @@ namespace srv6gw::agent {
 struct PortCounters {
   std::string role;  // "host" / "fabric"
   std::string name;
-  std::string rail = config::kImplicitRailName;  // the rail the port belongs to
   uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0;
   uint64_t rx_missed = 0, rx_errors = 0, tx_errors = 0, rx_nombuf = 0;
+  std::string rail = config::kImplicitRailName;  // the rail the port belongs to
 };
 
 struct StatsSnapshot {
   std::vector<PortCounters> ports;
   std::vector<dataplane::WorkerCounters> workers;  // index = worker index
-  std::vector<std::string> worker_rails;           // index = worker index: its rail's name
   std::vector<dataplane::Gateway::PathStats> paths;
   std::vector<engine::ProbePathView> probes;  // probed paths (docs/design/probing.md); may be empty
+  std::vector<std::string> worker_rails;      // index = worker index: its rail's name
 };
 
 class StateSink {

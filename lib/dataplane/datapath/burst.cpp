@@ -310,12 +310,11 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
 // The decap step, the mirror of encap_one: decapsulates one frame addressed to our local SID
 // (`behavior`; the outer IPv6 header at `l3_offset`), taps the engine's feedback and writes
 // the inner packet's Ethernet header toward the host (`host_mac`: configured or learned,
-// null to keep the frame's own; `outer_tag`: the frame's first 802.1Q tag as TPID << 16 |
-// TCI, 0 when untagged). Returns the mbuf to send, or null when the packet was dropped
-// (counted).
+// null to keep the frame's own). Returns the mbuf to send, or null when the packet was
+// dropped (counted).
 inline rte_mbuf* decap_one(WorkerContext& w, const policy::Settings& s, rte_mbuf* m,
                            uint16_t l3_offset, srv6::LocalSidBehavior behavior,
-                           const uint8_t* host_mac, uint64_t now, uint32_t outer_tag) {
+                           const uint8_t* host_mac, uint64_t now) {
   WorkerCounters& c = w.counters;
   // A chain (a frame beyond one segment) is decapsulated only with a fabric MTU configured
   // (its headers were pulled into the first segment); otherwise refused by name as before.
@@ -329,7 +328,9 @@ inline rte_mbuf* decap_one(WorkerContext& w, const policy::Settings& s, rte_mbuf
     }
     ++c.chained_in;
   }
-  if (unlikely(outer_tag != 0)) ++c.fabric_vlan_tagged_in;
+  // The L2 walk put the IPv6 header after the Ethernet header: anything further is tags.
+  const bool tagged = unlikely(l3_offset != net::kEthHeaderLen);
+  if (tagged) ++c.fabric_vlan_tagged_in;
   uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
   const uint16_t len = m->data_len;
   srv6::DecapResult r;
@@ -373,6 +374,8 @@ inline rte_mbuf* decap_one(WorkerContext& w, const policy::Settings& s, rte_mbuf
 
   uint8_t macs[12];
   std::memcpy(macs, d, sizeof macs);
+  // The first tag (TPID and TCI) for host mode keep, read before the headers are rewritten.
+  const uint32_t outer_tag = tagged && s.host_keep_vlan ? net::load_be32(d + 12) : 0;
   rte_pktmbuf_adj(m, uint16_t(l3_offset + r.inner_offset));
   if (m->pkt_len > r.inner_len) trim_packet(m, r.inner_len);
   const uint8_t* dst_mac = macs;
@@ -384,7 +387,7 @@ inline rte_mbuf* decap_one(WorkerContext& w, const policy::Settings& s, rte_mbuf
   const uint16_t inner_type =
       r.inner_family == net::Family::ipv4 ? net::kEthTypeIpv4 : net::kEthTypeIpv6;
   // Decap "keep": the frame toward the host carries the outer frame's first tag as received.
-  if (likely(!(s.host_keep_vlan && outer_tag != 0)))
+  if (likely(outer_tag == 0))
     write_eth(prepend_in_room(m, net::kEthHeaderLen), dst_mac, src_mac, inner_type);
   else
     write_host_tagged_eth(m, dst_mac, src_mac, outer_tag, inner_type);
@@ -575,11 +578,8 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
     // Classify: L2 (the parser's walk), then the outer destination against our local SIDs.
     // More tags than we walk is not a frame for one of our SIDs: the non-SID action.
     net::L2Header l2;
-    uint32_t outer_tag = 0;  // the first 802.1Q/802.1ad tag, TPID << 16 | TCI
     const net::ParseStatus l2_status =
-        net::walk_l2(d, len, l2, [&outer_tag](unsigned index, uint16_t tpid, uint16_t tci) {
-          if (index == 0) outer_tag = uint32_t(tpid) << 16 | tci;
-        });
+        net::walk_l2(d, len, l2, [](unsigned, uint16_t, uint16_t) {});
     if (unlikely(l2_status == net::ParseStatus::truncated_eth ||
                  l2_status == net::ParseStatus::truncated_vlan)) {
       ++c.parse_status[size_t(l2_status)];
@@ -604,7 +604,7 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
       handle_probe(w, m, off, now);  // reflected toward the fabric or handed to the prober
       continue;
     }
-    if (rte_mbuf* res = decap_one(w, s, m, off, sid->behavior, host_mac, now, outer_tag);
+    if (rte_mbuf* res = decap_one(w, s, m, off, sid->behavior, host_mac, now);
         likely(res != nullptr))
       out[n_out++] = res;
   }

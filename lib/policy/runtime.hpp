@@ -65,9 +65,11 @@ struct Settings {
   std::array<uint16_t, 64> pcp_tci_of_dscp{};
   // Port IP MTUs (config::PortRole::mtu). Configured (non-zero): chained frames are handled
   // and IP packets above the limit dropped as too_big. 0: chained frames are refused as
-  // oversize and the limits stay at their maximum, so the checks never fire.
+  // oversize and the limit stays at its maximum. mtu_checks: either one is configured (the
+  // one flag the per-packet path tests when none is).
   uint16_t host_mtu = 0, fabric_mtu = 0;
   uint32_t host_mtu_limit = UINT32_MAX, fabric_mtu_limit = UINT32_MAX;
+  bool mtu_checks = false;
 };
 
 // Our local SIDs: a sorted array of 16-byte keys, binary searched (a handful of entries).

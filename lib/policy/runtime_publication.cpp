@@ -59,6 +59,7 @@ void set_port_settings(const config::PortRole& host, const config::PortRole& fab
   s.fabric_mtu = fabric.mtu;
   s.host_mtu_limit = s.host_mtu ? s.host_mtu : UINT32_MAX;
   s.fabric_mtu_limit = s.fabric_mtu ? s.fabric_mtu : UINT32_MAX;
+  s.mtu_checks = s.host_mtu != 0 || s.fabric_mtu != 0;
 }
 
 }  // namespace

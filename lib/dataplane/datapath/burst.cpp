@@ -94,6 +94,25 @@ inline void write_fabric_l2(WorkerCounters& c, uint8_t* p, const uint8_t* dst, c
   ++c.fabric_vlan_tagged_out;
 }
 
+// Prepends `len` bytes the caller knows the headroom holds (decap: the outer headers just
+// removed leave at least 54 bytes), without rte_pktmbuf_prepend's check for room.
+inline uint8_t* prepend_in_room(rte_mbuf* m, uint16_t len) {
+  m->data_off = uint16_t(m->data_off - len);
+  m->data_len = uint16_t(m->data_len + len);
+  m->pkt_len += len;
+  return rte_pktmbuf_mtod(m, uint8_t*);
+}
+
+// Decap with host mode keep: the Ethernet header toward the host with the outer tag.
+[[gnu::noinline, gnu::cold]] void write_host_tagged_eth(rte_mbuf* m, const uint8_t* dst,
+                                                        const uint8_t* src, uint32_t outer_tag,
+                                                        uint16_t inner_type) {
+  uint8_t* eth = prepend_in_room(m, uint16_t(net::kEthHeaderLen + net::kVlanTagLen));
+  write_eth(eth, dst, src, uint16_t(outer_tag >> 16));
+  net::store_be16(eth + 14, uint16_t(outer_tag));
+  net::store_be16(eth + 16, inner_type);
+}
+
 // Stage 1 for a host frame of several segments. Without a host MTU (today's behaviour) it is
 // refused (kChainedFrame, dropped as oversize). With one, its headers are pulled into the
 // first segment and it is parsed with its whole length when they all lie there; otherwise
@@ -224,7 +243,8 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   const srv6::EncapTemplate& t = path.encap;
   const policy::Settings& s = policy::settings_of_rail(view, w.rail);
   // Port MTUs: the packet as received on the host port, and as it would leave the fabric port.
-  if (unlikely(info.l3_len > s.host_mtu_limit || t.size + info.l3_len > s.fabric_mtu_limit)) {
+  if (unlikely(s.mtu_checks) &&
+      (info.l3_len > s.host_mtu_limit || t.size + info.l3_len > s.fabric_mtu_limit)) {
     drop(c, m, DropReason::too_big);
     return nullptr;
   }
@@ -298,37 +318,45 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
 // The decap step, the mirror of encap_one: decapsulates one frame addressed to our local SID
 // (`behavior`; the outer IPv6 header at `l3_offset`), taps the engine's feedback and writes
 // the inner packet's Ethernet header toward the host (`host_mac`: configured or learned,
-// null to keep the frame's own; `outer_tag`: the frame's first 802.1Q tag as TPID << 16 |
-// TCI, 0 when untagged). Returns the mbuf to send, or null when the packet was dropped
-// (counted).
+// null to keep the frame's own). Returns the mbuf to send, or null when the packet was
+// dropped (counted).
 inline rte_mbuf* decap_one(WorkerContext& w, const policy::Settings& s, rte_mbuf* m,
                            uint16_t l3_offset, srv6::LocalSidBehavior behavior,
-                           const uint8_t* host_mac, uint64_t now, uint32_t outer_tag) {
+                           const uint8_t* host_mac, uint64_t now) {
   WorkerCounters& c = w.counters;
   // A chain (a frame beyond one segment) is decapsulated only with a fabric MTU configured
   // (its headers were pulled into the first segment); otherwise refused by name as before.
   // Chains not for us took the non-SID action before, untouched (e.g. our own
   // chained-header encapsulations looped back by net_ring).
-  if (unlikely(m->nb_segs != 1)) {
+  const bool chained = unlikely(m->nb_segs != 1);
+  if (chained) {
     if (s.fabric_mtu == 0) {
       drop(c, m, DropReason::oversize);
       return nullptr;
     }
     ++c.chained_in;
   }
-  if (unlikely(outer_tag != 0)) ++c.fabric_vlan_tagged_in;
+  // The L2 walk put the IPv6 header after the Ethernet header: anything further is tags.
+  const bool tagged = unlikely(l3_offset != net::kEthHeaderLen);
+  if (tagged) ++c.fabric_vlan_tagged_in;
   uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
   const uint16_t len = m->data_len;
   srv6::DecapResult r;
-  const srv6::DecapStatus ds = srv6::decap(std::span<uint8_t>(d + l3_offset, len - l3_offset),
-                                           m->pkt_len - l3_offset, behavior, r);
+  const std::span<uint8_t> outer(d + l3_offset, len - l3_offset);
+  // A chain: lengths from the whole packet, headers from the first segment.
+  const srv6::DecapStatus ds = likely(!chained)
+                                   ? srv6::decap(outer, behavior, r)
+                                   : srv6::decap(outer, m->pkt_len - l3_offset, behavior, r);
   ++c.decap_status[size_t(ds)];
   if (unlikely(ds != srv6::DecapStatus::ok)) {
     drop(c, m, DropReason::decap_refused);
     return nullptr;
   }
-  // The outer IPv6 packet as it came from the fabric (trailing Ethernet bytes not counted).
-  if (unlikely(net::kIpv6HeaderLen + net::load_be16(d + l3_offset + 4) > s.fabric_mtu_limit)) {
+  // Port MTUs: the outer IPv6 packet as it came from the fabric (trailing Ethernet bytes not
+  // counted), the inner one as it would leave the host port.
+  if (unlikely(s.mtu_checks) &&
+      (net::kIpv6HeaderLen + net::load_be16(d + l3_offset + 4) > s.fabric_mtu_limit ||
+       r.inner_len > s.host_mtu_limit)) {
     drop(c, m, DropReason::too_big);
     return nullptr;
   }
@@ -341,9 +369,8 @@ inline rte_mbuf* decap_one(WorkerContext& w, const policy::Settings& s, rte_mbuf
     const uint8_t* inner_ip = d + l3_offset + r.inner_offset;
     const std::span<const uint8_t> ip(inner_ip, r.inner_len);
     // A chain's inner headers are read from the first segment only.
-    const bool readable =
-        likely(m->nb_segs == 1) || roce_headers_fit(inner_ip, len - l3_offset - r.inner_offset,
-                                                    r.inner_family == net::Family::ipv6);
+    const bool readable = !chained || roce_headers_fit(inner_ip, len - l3_offset - r.inner_offset,
+                                                       r.inner_family == net::Family::ipv6);
     if (readable && net::parse_ip(ip, r.inner_family, inner) == net::ParseStatus::ok) {
       if (unlikely(ce)) tap_ce(w, inner, r, d + l3_offset, now);
       if (unlikely(inner.is_cnp)) {
@@ -353,13 +380,10 @@ inline rte_mbuf* decap_one(WorkerContext& w, const policy::Settings& s, rte_mbuf
     }
   }
 
-  if (unlikely(r.inner_len > s.host_mtu_limit)) {
-    drop(c, m, DropReason::too_big);
-    return nullptr;
-  }
-
   uint8_t macs[12];
   std::memcpy(macs, d, sizeof macs);
+  // The first tag (TPID and TCI) for host mode keep, read before the headers are rewritten.
+  const uint32_t outer_tag = tagged && s.host_keep_vlan ? net::load_be32(d + 12) : 0;
   rte_pktmbuf_adj(m, uint16_t(l3_offset + r.inner_offset));
   if (m->pkt_len > r.inner_len) trim_packet(m, r.inner_len);
   const uint8_t* dst_mac = macs;
@@ -371,22 +395,10 @@ inline rte_mbuf* decap_one(WorkerContext& w, const policy::Settings& s, rte_mbuf
   const uint16_t inner_type =
       r.inner_family == net::Family::ipv4 ? net::kEthTypeIpv4 : net::kEthTypeIpv6;
   // Decap "keep": the frame toward the host carries the outer frame's first tag as received.
-  const uint32_t host_tag = unlikely(s.host_keep_vlan) ? outer_tag : 0;
-  const uint16_t l2_len =
-      uint16_t(host_tag ? net::kEthHeaderLen + net::kVlanTagLen : net::kEthHeaderLen);
-  // The outer headers just removed leave the room (null only for a corrupt mbuf).
-  uint8_t* eth = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, l2_len));
-  if (unlikely(eth == nullptr)) {
-    drop(c, m, DropReason::no_headroom);
-    return nullptr;
-  }
-  if (likely(host_tag == 0)) {
-    write_eth(eth, dst_mac, src_mac, inner_type);
-  } else {
-    write_eth(eth, dst_mac, src_mac, uint16_t(host_tag >> 16));
-    net::store_be16(eth + 14, uint16_t(host_tag));
-    net::store_be16(eth + 16, inner_type);
-  }
+  if (likely(outer_tag == 0))
+    write_eth(prepend_in_room(m, net::kEthHeaderLen), dst_mac, src_mac, inner_type);
+  else
+    write_host_tagged_eth(m, dst_mac, src_mac, outer_tag, inner_type);
   ++c.decap;
   return m;
 }
@@ -574,11 +586,8 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
     // Classify: L2 (the parser's walk), then the outer destination against our local SIDs.
     // More tags than we walk is not a frame for one of our SIDs: the non-SID action.
     net::L2Header l2;
-    uint32_t outer_tag = 0;  // the first 802.1Q/802.1ad tag, TPID << 16 | TCI
     const net::ParseStatus l2_status =
-        net::walk_l2(d, len, l2, [&outer_tag](unsigned index, uint16_t tpid, uint16_t tci) {
-          if (index == 0) outer_tag = uint32_t(tpid) << 16 | tci;
-        });
+        net::walk_l2(d, len, l2, [](unsigned, uint16_t, uint16_t) {});
     if (unlikely(l2_status == net::ParseStatus::truncated_eth ||
                  l2_status == net::ParseStatus::truncated_vlan)) {
       ++c.parse_status[size_t(l2_status)];
@@ -603,7 +612,7 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
       handle_probe(w, m, off, now);  // reflected toward the fabric or handed to the prober
       continue;
     }
-    if (rte_mbuf* res = decap_one(w, s, m, off, sid->behavior, host_mac, now, outer_tag);
+    if (rte_mbuf* res = decap_one(w, s, m, off, sid->behavior, host_mac, now);
         likely(res != nullptr))
       out[n_out++] = res;
   }

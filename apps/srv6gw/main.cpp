@@ -125,8 +125,10 @@ bool bring_up(App& app) {
     spdlog::error("{}", error);
     return false;
   }
-  configure_pause(app.host, app.config.host_port.lossless.enabled);
-  configure_pause(app.fabric, app.config.fabric_port.lossless.enabled);
+  configure_pause(app.host, app.config.host_port.lossless.enabled,
+                  app.config.host_port.lossless.pfc_priorities);
+  configure_pause(app.fabric, app.config.fabric_port.lossless.enabled,
+                  app.config.fabric_port.lossless.pfc_priorities);
   if (!app.fabric.multiseg_tx && app.options.assume_multiseg_tx) {
     spdlog::warn(
         "fabric port {}: multi-segment TX assumed (--assume-multiseg-tx) although the "

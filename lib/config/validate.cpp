@@ -109,6 +109,19 @@ std::optional<ConfigError> validate_ports(const GatewayConfig& cfg) {
                                       std::to_string(cfg.queues));
   }
   if (cfg.mbufs == 0) return err(ports + "/mbufs", "mbufs must be at least 1");
+  // Configurations built in code (tests, tools) bypass the YANG range and uniqueness rules.
+  const std::vector<uint8_t>& pfc = cfg.host_port.lossless.pfc_priorities;
+  if (pfc.empty() || pfc.size() > 8)
+    return err(ports + "/lossless/pfc-priorities", "give 1 to 8 priorities (0..7)");
+  for (size_t i = 0; i < pfc.size(); ++i) {
+    if (pfc[i] > 7)
+      return err(ports + "/lossless/pfc-priorities",
+                 "priority " + std::to_string(pfc[i]) + " is not an 802.1Qbb priority (0..7)");
+    for (size_t j = 0; j < i; ++j)
+      if (pfc[j] == pfc[i])
+        return err(ports + "/lossless/pfc-priorities",
+                   "priority " + std::to_string(pfc[i]) + " is given twice");
+  }
   return std::nullopt;
 }
 

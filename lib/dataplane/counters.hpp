@@ -38,7 +38,9 @@ namespace srv6gw::dataplane {
     "probe_refused") /* a packet to our end-probe SID that is not a sound probe (probe_status) */ \
   X(probe_ring_full, "probe_ring_full") /* a reflected probe or a reply found its ring full */    \
   X(pause_storm,                                                                                  \
-    "pause_storm") /* lossless: egress took nothing past the storm bound (PFC watchdog) */
+    "pause_storm") /* lossless: egress took nothing past the storm bound (PFC watchdog) */        \
+  X(held_at_stop,                                                                                 \
+    "held_at_stop") /* lossless: still held (egress refused them) when the worker stopped */
 
 enum class DropReason : uint8_t { SRV6GW_ENUM_MEMBERS(SRV6GW_DROP_REASONS) count_ };
 inline constexpr auto kDropReasonNames = SRV6GW_ENUM_NAMES(SRV6GW_DROP_REASONS);
@@ -85,7 +87,13 @@ inline constexpr size_t kRxBurstHistogramBuckets = 33;
   X(paused_fabric_tsc)     /* TSC the fabric ingress was not polled (backlog full) */       \
   X(ingress_pauses)        /* times an ingress was paused because its backlog was full */   \
   X(ecn_ce_marked)         /* ECT frames given CE while their backlog was over threshold */ \
-  X(pause_storms)          /* times the pause-storm watchdog fired */
+  X(pause_storms)          /* times the pause-storm watchdog fired */                       \
+  /* Per egress: storms started and ended (egress took frames again); started - ended > 0 */ \
+  /* while one lasts. The control thread raises the pause_storm events from these. */        \
+  X(storms_to_fabric)                                                                        \
+  X(storm_ends_to_fabric)                                                                    \
+  X(storms_to_host)                                                                          \
+  X(storm_ends_to_host)
 
 // Every count by reason, once: X(member, names, prefix). `names` is the reason list the
 // array is indexed by; `prefix` names the reason in gRPC's flat drop list, where entry 0

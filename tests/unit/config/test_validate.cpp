@@ -173,6 +173,18 @@ const Case kCases[] = {
     {"queues_zero", [](auto& c) { c.queues = 0; }, "/srv6gw:gateway/ports/queues", "1..128"},
     {"queues_too_many", [](auto& c) { c.queues = 129; }, "/srv6gw:gateway/ports/queues", "not 129"},
     {"mbufs_zero", [](auto& c) { c.mbufs = 0; }, "/srv6gw:gateway/ports/mbufs", "at least 1"},
+    {"pfc_priority_8",
+     [](auto& c) {
+       c.host_port.lossless.pfc_priorities = {3, 8};
+     },
+     "/srv6gw:gateway/ports/lossless/pfc-priorities", "priority 8 is not"},
+    {"pfc_priority_twice",
+     [](auto& c) {
+       c.host_port.lossless.pfc_priorities = {3, 3};
+     },
+     "/srv6gw:gateway/ports/lossless/pfc-priorities", "given twice"},
+    {"pfc_priorities_none", [](auto& c) { c.host_port.lossless.pfc_priorities.clear(); },
+     "/srv6gw:gateway/ports/lossless/pfc-priorities", "1 to 8"},
     {"source_unspecified", [](auto& c) { c.source = {}; }, "/srv6gw:gateway/source-address",
      "unspecified"},
     {"source_multicast", [](auto& c) { c.source = v6("ff02::1"); },

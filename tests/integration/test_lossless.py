@@ -128,7 +128,8 @@ def run(tmp, name, cfg, producer, sink):
     sink_report = os.path.join(tmp, f"{name}-sink.json")
     sink_cmd = [SINK] + eal(gwlib.unique_prefix(f"ll_sink_{name}"),
                             [f"net_memif1,role=client,id=1,socket={sock_f},socket-abstract=no"], "0") + \
-        ["--", "--port", "net_memif1", "--report-json", sink_report, "--linger-s", "60"] + sink
+        ["--", "--port", "net_memif1", "--report-json", sink_report, "--linger-s", "60",
+         "--timeout-s", str(RUN_S)] + sink
     print("+ " + " ".join(sink_cmd), flush=True)
     sk = subprocess.Popen(sink_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     gwlib._procs.append(sk)

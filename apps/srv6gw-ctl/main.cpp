@@ -519,6 +519,13 @@ std::string event_line(const v1::Event& e) {
     if (!p.reason().empty()) s += ": " + p.reason();
   } else if (e.kind() == v1::EVENT_KIND_EVENTS_LOST) {
     s += " " + std::to_string(e.lost()) + " events lost (this watcher fell behind)";
+  } else if (e.has_pause_storm()) {
+    const auto& st = e.pause_storm();
+    s += " " + st.port() + " port " + st.device() +
+         (st.active() ? " egress blocked: port unusable, refused frames dropped"
+                      : " egress takes frames again") +
+         " (storms " + std::to_string(st.storms()) + ", pause_storm drops " +
+         std::to_string(st.dropped()) + ")";
   }
   return s;
 }
@@ -772,7 +779,7 @@ struct CommandLine {
     watch
         ->add_option("--kind", a.kinds,
                      "only events of this kind (repeatable): config-applied, path-weight, "
-                     "path-state")
+                     "path-state, pause-storm")
         ->check(CLI::Validator(
             [](std::string& kind) {
               return parse_event_kind(kind) ? std::string() : "unknown event kind '" + kind + "'";

@@ -194,6 +194,13 @@ bool EngineRunner::set_probe_state(uint16_t path_id, bool up, uint64_t now_ns) {
   return true;
 }
 
+void EngineRunner::set_fabric_usable(bool usable, uint64_t now_ns) {
+  const size_t before = decisions_.size();
+  engine_.set_fabric_usable(usable, now_ns, decisions_);
+  publish(decisions_, before);
+  decisions_.resize(before);
+}
+
 std::string EngineRunner::report() const {
   const engine::EngineCounters& c = engine_.counters();
   const engine::AttributionCounters& a = attributor_.counters();
@@ -242,7 +249,10 @@ std::string EngineRunner::json() const {
             {"max_engine_ns", stats_.max_engine_ns},
             {"busy_ns", stats_.busy_ns},
             {"events_published", stats_.events_published},
-            {"probe_last_path_kept", c.probe_last_path_kept}};
+            {"probe_last_path_kept", c.probe_last_path_kept},
+            {"evidence_fabric_unusable", c.evidence_fabric_unusable},
+            {"probe_held_fabric_unusable", c.probe_held_fabric_unusable},
+            {"fabric_unusable_periods", c.fabric_unusable_periods}};
   json& decisions = j["decisions"] = json::object();
   for (size_t r = 0; r < engine::kReasonNames.size(); ++r)
     decisions[engine::kReasonNames[r]] = c.decisions[r];

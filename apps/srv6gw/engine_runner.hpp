@@ -40,6 +40,9 @@ class EngineRunner {
   // again (up); published at once, streamed as path_state events with reason probe-down /
   // probe-up. False when the path id is unknown.
   bool set_probe_state(uint16_t path_id, bool up, uint64_t now_ns);
+  // A pause storm made the fabric port unusable, or it ended (engine::Engine::set_fabric_usable:
+  // the engine holds its factors and probe verdicts meanwhile). Publishes what it decides.
+  void set_fabric_usable(bool usable, uint64_t now_ns);
 
   // Where decisions are streamed as path_weight/path_state events (the gRPC agent's bus);
   // null (--no-agent, or the agent stopping) = logged and counted only. The bus never waits

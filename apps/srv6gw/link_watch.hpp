@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Control-thread watch over lossless forwarding and the fabric link (docs/design/lossless.md):
-// reports each pause-storm watchdog firing the workers counted, and, when link propagation is
+// raises a pause_storm event (WatchEvents) and a log line when a port's egress storm starts
+// and when it ends, tells the local SR engine while the fabric port is unusable (the engine
+// then holds its factors and probe verdicts: every path leaves by that port, so nothing seen
+// meanwhile blames a path), and, when link propagation is
 // on (bump in the wire), sets the host port's link down while the fabric link is down and up
 // again when it returns, so that the host's RDMA NIC (or its bond) fails over instead of
 // sending into a gateway that cannot forward. Main lcore only; never touches the workers.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <vector>
 
 #include "app.hpp"
 
@@ -26,7 +31,16 @@ class LinkWatch {
   const bool propagate_;
   bool fabric_up_ = true;
   bool host_forced_down_ = false;
-  uint64_t storms_seen_ = 0;
+  // Per rail and egress (0 = fabric, 1 = host): storms started and ended as last seen (sums
+  // over the rail's workers), and whether one lasts.
+  struct StormWatch {
+    uint64_t started = 0, ended = 0;
+    bool active = false;
+  };
+  void watch_storms();
+  void watch_storms_of_rail(unsigned rail);
+  std::vector<std::array<StormWatch, 2>> storms_;  // index: rail
+  unsigned fabric_storms_active_ = 0;              // rails whose fabric egress is in a storm
   uint64_t downs_ = 0, ups_ = 0;
 };
 

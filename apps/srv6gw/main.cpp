@@ -176,8 +176,10 @@ bool bring_up(App& app) {
       spdlog::error("{}", error);
       return false;
     }
-    configure_pause(*rail.host, rail.config.host_port.lossless.enabled);
-    configure_pause(*rail.fabric, rail.config.fabric_port.lossless.enabled);
+    configure_pause(*rail.host, rail.config.host_port.lossless.enabled,
+                    rail.config.host_port.lossless.pfc_priorities);
+    configure_pause(*rail.fabric, rail.config.fabric_port.lossless.enabled,
+                    rail.config.fabric_port.lossless.pfc_priorities);
     settle_multiseg_tx(app, *rail.fabric);
     dataplane::RailEnv& env = rail_envs.emplace_back();
     env.ports.host_port_mac = rail.host->mac;

@@ -291,28 +291,52 @@ bool configure_and_start(PortSetup& port, uint16_t queues, rte_mempool* pool, bo
   return true;
 }
 
-void configure_pause(const PortSetup& port, bool lossless) {
+void configure_pause(const PortSetup& port, bool lossless,
+                     const std::vector<uint8_t>& pfc_priorities) {
   const std::string who = port.role + " port " + port.name;
   if (!lossless) {
     spdlog::info("{}: lossless off, link flow control left as the device has it", who);
     return;
   }
-  // 802.3x in both directions: the port sends pause frames when its RX buffer fills (the
-  // worker stopped polling it) and honours those of its peer. Priority flow control needs
-  // the priorities of the fabric, which DPDK cannot learn: it is set on the NIC
-  // (docs/design/lossless.md); a PMD without link flow control (vdevs) says so here.
+  // The port sends pause frames when its RX buffer fills (the worker stopped polling it)
+  // and honours those of its peer. PFC first, for the configured priorities only (the
+  // fabric's RoCE class); the water marks and pause time the driver reports for link flow
+  // control are kept, or left to the driver (0). Where the PMD has no PFC, 802.3x link
+  // pause; where it has neither (vdevs), a warning: the NIC is then set outside DPDK
+  // (docs/design/lossless.md).
   rte_eth_fc_conf fc{};
-  int rc = rte_eth_dev_flow_ctrl_get(port.port_id, &fc);
-  if (rc == 0) {
-    fc.mode = RTE_ETH_FC_FULL;
-    rc = rte_eth_dev_flow_ctrl_set(port.port_id, &fc);
+  const bool have_fc = rte_eth_dev_flow_ctrl_get(port.port_id, &fc) == 0;
+  fc.mode = RTE_ETH_FC_FULL;
+  std::string done, failed;
+  int pfc_rc = 0;
+  for (uint8_t prio : pfc_priorities) {
+    rte_eth_pfc_conf pfc{};
+    pfc.fc = fc;
+    pfc.priority = prio;
+    pfc_rc = rte_eth_dev_priority_flow_ctrl_set(port.port_id, &pfc);
+    std::string& list = pfc_rc == 0 ? done : failed;
+    if (!list.empty()) list += ',';
+    list += std::to_string(prio);
+    if (pfc_rc == -ENOTSUP) break;  // none will work
   }
+  if (failed.empty()) {
+    spdlog::info("{}: priority flow control on for priorities {}", who, done);
+    return;
+  }
+  if (!done.empty())
+    spdlog::warn("{}: PFC on for priorities {}, refused for {} ({})", who, done, failed,
+                 errstr(pfc_rc));
+  else
+    spdlog::warn("{}: the PMD cannot set priority flow control ({}); trying 802.3x link pause", who,
+                 errstr(pfc_rc));
+  int rc = have_fc ? rte_eth_dev_flow_ctrl_set(port.port_id, &fc) : -ENOTSUP;
   if (rc == 0)
     spdlog::info("{}: 802.3x flow control on (pause frames sent and honoured)", who);
   else
     spdlog::warn(
-        "{}: the PMD cannot set link flow control ({}): pause frames depend on the device's "
-        "own settings (PFC/pause are then configured outside DPDK, docs/design/lossless.md)",
+        "{}: the PMD cannot set link flow control either ({}): pause frames depend on the "
+        "device's own settings (PFC/pause are then configured outside DPDK, "
+        "docs/design/lossless.md)",
         who, errstr(rc));
 }
 

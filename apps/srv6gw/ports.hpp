@@ -84,9 +84,11 @@ bool create_pools(const std::vector<PortSetup*>& ports, uint16_t queues, unsigne
 bool configure_and_start(PortSetup& port, uint16_t queues, rte_mempool* pool, bool want_multiseg,
                          std::string& error);
 
-// Lossless forwarding (docs/design/lossless.md): 802.3x pause in both directions where the PMD can
-// set it, a log line naming the port where it cannot. Main lcore, after the port started.
-void configure_pause(const PortSetup& port, bool lossless);
+// Lossless forwarding (docs/design/lossless.md): priority flow control for `pfc_priorities`
+// where the PMD can set it, else 802.3x pause in both directions, a warning naming the port
+// where it can set neither. Main lcore, after the port started.
+void configure_pause(const PortSetup& port, bool lossless,
+                     const std::vector<uint8_t>& pfc_priorities);
 
 void stop_and_close(PortSetup& port);
 

@@ -36,19 +36,28 @@ class TxQueue {
  public:
   using Counters = dataplane::WorkerCounters;
 
-  // `tx_packets`/`tx_bytes`/`backlog` are the worker's counters of this direction. Allocates
-  // (before the loop, never on the hot path).
-  TxQueue(uint16_t port, uint16_t queue, const LosslessParams& p, uint64_t* tx_packets,
-          uint64_t* tx_bytes, uint64_t* backlog)
+  // The worker's counters of this direction.
+  struct DirectionCounters {
+    uint64_t* tx_packets;
+    uint64_t* tx_bytes;
+    uint64_t* backlog;
+    uint64_t* storms;      // pause storms started on this egress
+    uint64_t* storm_ends;  // ... and ended
+  };
+
+  // Allocates (before the loop, never on the hot path).
+  TxQueue(uint16_t port, uint16_t queue, const LosslessParams& p, const DirectionCounters& dc)
       : port_(port),
         queue_(queue),
         lossless_(p.enabled),
         capacity_(p.enabled ? p.capacity : uint32_t(dataplane::kBurstSize)),
         ecn_threshold_(p.enabled ? p.ecn_threshold : 0),
         storm_tsc_(p.storm_tsc),
-        tx_packets_(tx_packets),
-        tx_bytes_(tx_bytes),
-        backlog_(backlog),
+        tx_packets_(dc.tx_packets),
+        tx_bytes_(dc.tx_bytes),
+        backlog_(dc.backlog),
+        storms_(dc.storms),
+        storm_ends_(dc.storm_ends),
         // Room for the backlog bound plus the two bursts (pipeline output, then probes) that
         // may be appended after the last check of full().
         pkts_(capacity_ + 2 * dataplane::kBurstSize) {}
@@ -94,7 +103,7 @@ class TxQueue {
       head_ = tail_ = 0;
       *backlog_ = 0;
       blocked_since_ = 0;
-      storm_ = false;
+      if (unlikely(storm_)) end_storm();
       return;
     }
     for (uint32_t i = sent; i < n; ++i) bytes -= p[i]->pkt_len;
@@ -104,7 +113,7 @@ class TxQueue {
     if (sent != 0) {
       // Egress moves (slower than we feed it): congestion, not a storm.
       blocked_since_ = now;
-      storm_ = false;
+      if (unlikely(storm_)) end_storm();
     } else if (blocked_since_ == 0) {
       blocked_since_ = now;
     }
@@ -115,20 +124,25 @@ class TxQueue {
     } else if (now - blocked_since_ > storm_tsc_) {
       storm_ = true;
       ++c.pause_storms;
+      ++*storms_;
       drop_pending(c, dataplane::DropReason::pause_storm);
     }
     *backlog_ = pending();
   }
 
-  // Frees everything waiting without counting (the worker is stopping: not a data-plane
-  // drop decision, the port is being closed).
-  void discard() {
-    for (uint32_t i = head_; i < tail_; ++i) rte_pktmbuf_free(pkts_[i]);
-    head_ = tail_ = 0;
+  // The worker is stopping: frees what the egress still refuses after the last offer,
+  // counted held_at_stop (lossless frames lost by the stop, not by a data-plane decision).
+  void discard(Counters& c) {
+    drop_pending(c, dataplane::DropReason::held_at_stop);
     *backlog_ = 0;
   }
 
  private:
+  void end_storm() {
+    storm_ = false;
+    ++*storm_ends_;
+  }
+
   void drop_pending(Counters& c, dataplane::DropReason why) {
     c.drops[size_t(why)] += pending();
     for (uint32_t i = head_; i < tail_; ++i) rte_pktmbuf_free(pkts_[i]);
@@ -151,6 +165,8 @@ class TxQueue {
   uint64_t* const tx_packets_;
   uint64_t* const tx_bytes_;
   uint64_t* const backlog_;
+  uint64_t* const storms_;
+  uint64_t* const storm_ends_;
   uint32_t head_ = 0, tail_ = 0;  // pkts_[head_, tail_) wait, oldest first
   uint64_t blocked_since_ = 0;    // TSC since which egress took nothing; 0 = not blocked
   bool storm_ = false;            // the watchdog fired and egress has not moved since

@@ -82,9 +82,12 @@ int worker_main(void* arg) {
   const unsigned reader = dataplane::worker_index(ctx);
   const uint16_t q = a.queue;
 
-  TxQueue to_fabric(a.fabric_port, q, a.to_fabric, &c.tx_fabric, &c.tx_fabric_bytes,
-                    &c.backlog_to_fabric);
-  TxQueue to_host(a.host_port, q, a.to_host, &c.tx_host, &c.tx_host_bytes, &c.backlog_to_host);
+  TxQueue to_fabric(a.fabric_port, q, a.to_fabric,
+                    {&c.tx_fabric, &c.tx_fabric_bytes, &c.backlog_to_fabric, &c.storms_to_fabric,
+                     &c.storm_ends_to_fabric});
+  TxQueue to_host(
+      a.host_port, q, a.to_host,
+      {&c.tx_host, &c.tx_host_bytes, &c.backlog_to_host, &c.storms_to_host, &c.storm_ends_to_host});
   bool host_paused = false, fabric_paused = false;
 
   // Gateway::create registered reader ids 0..n-1; we only go online/offline (datapath/burst.hpp).
@@ -129,12 +132,12 @@ int worker_main(void* arg) {
     rte_rcu_qsbr_quiescent(qsbr, reader);
   }
 
-  // Stopping: one last offer, then whatever the queues still refuse is freed.
+  // Stopping: one last offer, then whatever the queues still refuse is freed (held_at_stop).
   const uint64_t t_end = rte_rdtsc();
   to_fabric.flush(c, t_end);
   to_host.flush(c, t_end);
-  to_fabric.discard();
-  to_host.discard();
+  to_fabric.discard(c);
+  to_host.discard(c);
   rte_rcu_qsbr_thread_offline(qsbr, reader);
   return 0;
 }

@@ -39,6 +39,8 @@ v1::EventKind to_proto(EventKind k) {
       return v1::EVENT_KIND_PATH_STATE;
     case EventKind::events_lost:
       return v1::EVENT_KIND_EVENTS_LOST;
+    case EventKind::pause_storm:
+      return v1::EVENT_KIND_PAUSE_STORM;
   }
   return v1::EVENT_KIND_UNSPECIFIED;
 }
@@ -121,6 +123,13 @@ void to_proto(const Event& e, v1::Event& out) {
     o->set_reason(p->reason);
   } else if (auto* lost = std::get_if<uint64_t>(&e.detail)) {
     out.set_lost(*lost);
+  } else if (auto* st = std::get_if<PauseStormEvent>(&e.detail)) {
+    auto* o = out.mutable_pause_storm();
+    o->set_port(st->port);
+    o->set_device(st->device);
+    o->set_active(st->active);
+    o->set_storms(st->storms);
+    o->set_dropped(st->dropped);
   }
 }
 
@@ -136,6 +145,8 @@ std::optional<EventKind> from_proto(v1::EventKind k) {
       return EventKind::path_state;
     case v1::EVENT_KIND_EVENTS_LOST:
       return EventKind::events_lost;
+    case v1::EVENT_KIND_PAUSE_STORM:
+      return EventKind::pause_storm;
     default:
       return std::nullopt;
   }

@@ -22,6 +22,8 @@ const char* to_string(EventKind k) {
       return "path_state";
     case EventKind::events_lost:
       return "events_lost";
+    case EventKind::pause_storm:
+      return "pause_storm";
   }
   return "unknown";
 }

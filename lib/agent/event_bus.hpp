@@ -25,6 +25,7 @@ enum class EventKind : uint8_t {
   path_weight,     // the local SR engine changed a path's factor
   path_state,      // a path was taken out of service or put back
   events_lost,     // this subscriber fell behind; detail = number of events dropped
+  pause_storm,     // a port's egress took nothing past storm-bound-ms, or takes frames again
 };
 const char* to_string(EventKind k);
 
@@ -53,12 +54,23 @@ struct PathEvent {
   std::string reason;
 };
 
+// Lossless forwarding (docs/design/lossless.md): the pause-storm watchdog of a port's egress
+// fired (active) or that egress takes frames again (not active).
+struct PauseStormEvent {
+  std::string port;    // "fabric" or "host"
+  std::string device;  // DPDK device name
+  bool active = false;
+  uint64_t storms = 0;   // watchdog firings on this port since start
+  uint64_t dropped = 0;  // frames dropped as pause_storm since start (both ports)
+};
+
 struct Event {
   EventKind kind = EventKind::config_applied;
   uint64_t sequence = 0;      // set by the bus: increasing per bus (0 on events_lost)
   uint64_t generation = 0;    // set by the bus when 0: configuration generation in force
   uint64_t time_unix_ns = 0;  // set by the bus when 0
-  std::variant<std::monostate, ConfigAppliedEvent, PathEvent, uint64_t /*lost*/> detail;
+  std::variant<std::monostate, ConfigAppliedEvent, PathEvent, uint64_t /*lost*/, PauseStormEvent>
+      detail;
 };
 
 class EventBus {

@@ -188,6 +188,9 @@ void write_config(const GatewayConfig& cfg, JsonWriter& w) {
   w.number("backlog-frames", cfg.host_port.lossless.backlog_frames);
   w.number("ecn-threshold-frames", cfg.host_port.lossless.ecn_threshold_frames);
   w.number("storm-bound-ms", cfg.host_port.lossless.storm_bound_ms);
+  w.open_array("pfc-priorities");
+  for (uint8_t prio : cfg.host_port.lossless.pfc_priorities) w.number_element(prio);
+  w.close_array();
   w.close_object();
   if (cfg.host_port.mtu != 0) w.number("host-mtu", cfg.host_port.mtu);
   if (cfg.fabric_port.mtu != 0) w.number("fabric-mtu", cfg.fabric_port.mtu);

@@ -155,6 +155,7 @@ MissAction as_miss_action(const lyd_node* n) {
 }
 
 void map_lossless(const lyd_node* node, LosslessConfig& out) {
+  std::vector<uint8_t> pfc;  // given: replaces the default
   for_children(node, [&](const lyd_node* c, std::string_view name) {
     if (name == "enabled") {
       out.enabled = as_bool(c);
@@ -164,10 +165,13 @@ void map_lossless(const lyd_node* node, LosslessConfig& out) {
       out.ecn_threshold_frames = as_uint<uint16_t>(c);
     } else if (name == "storm-bound-ms") {
       out.storm_bound_ms = as_uint<uint32_t>(c);
+    } else if (name == "pfc-priorities") {
+      pfc.push_back(as_uint<uint8_t>(c));
     } else {
       fail(c, "unexpected node");
     }
   });
+  if (!pfc.empty()) out.pfc_priorities = std::move(pfc);
 }
 
 void map_fabric_vlan(const lyd_node* node, FabricVlan& out) {

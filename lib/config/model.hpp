@@ -141,10 +141,13 @@ struct LocalSid {
 
 // Lossless forwarding (container ports/lossless, docs/design/lossless.md).
 struct LosslessConfig {
-  bool enabled = false;                 // opt-in until the stall in controller-fabric is understood
+  bool enabled = true;                  // RoCE fabrics are lossless (docs/design/lossless.md)
   uint16_t backlog_frames = 512;        // per direction and worker
   uint16_t ecn_threshold_frames = 128;  // 0 = no CE marking
   uint32_t storm_bound_ms = 200;        // pause-storm watchdog
+  // 802.1Qbb priorities made lossless on both ports (PFC), 0..7, each once; RoCE's is
+  // usually 3. Where the PMD has no PFC, 802.3x link pause is set instead.
+  std::vector<uint8_t> pfc_priorities = {3};
   friend bool operator==(const LosslessConfig&, const LosslessConfig&) = default;
 };
 

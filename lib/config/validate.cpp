@@ -193,7 +193,21 @@ std::optional<ConfigError> validate_ports(const GatewayConfig& cfg) {
   if (cfg.host_port.vlan.enabled) {
     return err(ports + "/fabric-vlan", "a VLAN tag is only configured on the fabric side");
   }
-  return validate_fabric_vlan(cfg.fabric_port.vlan, ports + "/fabric-vlan");
+  if (auto e = validate_fabric_vlan(cfg.fabric_port.vlan, ports + "/fabric-vlan")) return e;
+  // Configurations built in code (tests, tools) bypass the YANG range and uniqueness rules.
+  const std::vector<uint8_t>& pfc = cfg.host_port.lossless.pfc_priorities;
+  if (pfc.empty() || pfc.size() > 8)
+    return err(ports + "/lossless/pfc-priorities", "give 1 to 8 priorities (0..7)");
+  for (size_t i = 0; i < pfc.size(); ++i) {
+    if (pfc[i] > 7)
+      return err(ports + "/lossless/pfc-priorities",
+                 "priority " + std::to_string(pfc[i]) + " is not an 802.1Qbb priority (0..7)");
+    for (size_t j = 0; j < i; ++j)
+      if (pfc[j] == pfc[i])
+        return err(ports + "/lossless/pfc-priorities",
+                   "priority " + std::to_string(pfc[i]) + " is given twice");
+  }
+  return std::nullopt;
 }
 
 std::optional<ConfigError> validate_capacities(const Capacities& c) {

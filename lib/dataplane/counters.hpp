@@ -39,7 +39,9 @@ namespace srv6gw::dataplane {
   X(probe_ring_full, "probe_ring_full") /* a reflected probe or a reply found its ring full */    \
   X(pause_storm,                                                                                  \
     "pause_storm")      /* lossless: egress took nothing past the storm bound (PFC watchdog) */   \
-  X(too_big, "too_big") /* IP packet above its port's configured MTU */
+  X(too_big, "too_big") /* IP packet above its port's configured MTU */                           \
+  X(held_at_stop,                                                                                 \
+    "held_at_stop") /* lossless: still held (egress refused them) when the worker stopped */
 
 enum class DropReason : uint8_t { SRV6GW_ENUM_MEMBERS(SRV6GW_DROP_REASONS) count_ };
 inline constexpr auto kDropReasonNames = SRV6GW_ENUM_NAMES(SRV6GW_DROP_REASONS);
@@ -90,7 +92,13 @@ inline constexpr size_t kRxBurstHistogramBuckets = 33;
   /* Fabric VLAN (docs/design/vlan-jumbo.md). */                                            \
   X(fabric_vlan_tagged_out) /* encapsulated frames sent with the fabric 802.1Q tag */       \
   X(fabric_vlan_tagged_in)  /* tagged fabric frames to our decap SIDs */                    \
-  X(chained_in)             /* frames of several mbuf segments handled (MTU configured) */
+  X(chained_in)             /* frames of several mbuf segments handled (MTU configured) */ \
+  /* Per egress: storms started and ended (egress took frames again); started - ended > 0 */ \
+  /* while one lasts. The control thread raises the pause_storm events from these. */        \
+  X(storms_to_fabric)                                                                        \
+  X(storm_ends_to_fabric)                                                                    \
+  X(storms_to_host)                                                                          \
+  X(storm_ends_to_host)
 
 // Every count by reason, once: X(member, names, prefix). `names` is the reason list the
 // array is indexed by; `prefix` names the reason in gRPC's flat drop list, where entry 0

@@ -42,6 +42,10 @@ bool Engine::report(uint16_t path_id, double amount) {
     ++counters_.unknown_path;
     return false;
   }
+  if (!fabric_usable_) {
+    ++counters_.evidence_fabric_unusable;
+    return true;
+  }
   ++counters_.reports;
   PathState& p = policies_[it->second.policy].paths[it->second.path];
   p.evidence += amount;
@@ -59,7 +63,20 @@ void Engine::tick(uint64_t now_ns, std::vector<Decision>& out) {
   if (now_ns < interval_start_ns_ + interval) return;
   const uint64_t elapsed = (now_ns - interval_start_ns_) / interval;  // >= 1
   interval_start_ns_ += elapsed * interval;
+  if (!fabric_usable_) return;  // nothing learnt meanwhile blames a path
   close_interval(now_ns, elapsed - 1, out);
+}
+
+void Engine::set_fabric_usable(bool usable, uint64_t now_ns, std::vector<Decision>& out) {
+  if (usable == fabric_usable_) return;
+  fabric_usable_ = usable;
+  if (!usable) {
+    ++counters_.fabric_unusable_periods;
+    return;
+  }
+  std::vector<std::pair<uint16_t, bool>> held;
+  held.swap(held_probes_);
+  for (const auto& [id, up] : held) set_probe(id, up, now_ns, out);
 }
 
 void Engine::change(PolicyState& pol, PathState& path, double factor, Reason r, uint64_t now,
@@ -211,6 +228,16 @@ bool Engine::set_admin(uint16_t path_id, bool up, uint64_t now_ns, std::vector<D
 bool Engine::set_probe(uint16_t path_id, bool up, uint64_t now_ns, std::vector<Decision>& out) {
   auto it = by_id_.find(path_id);
   if (it == by_id_.end()) return false;
+  if (!fabric_usable_) {
+    ++counters_.probe_held_fabric_unusable;
+    for (auto& h : held_probes_)
+      if (h.first == path_id) {
+        h.second = up;
+        return true;
+      }
+    held_probes_.emplace_back(path_id, up);
+    return true;
+  }
   PolicyState& pol = policies_[it->second.policy];
   PathState& p = pol.paths[it->second.path];
   if (!up) {

@@ -38,6 +38,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/params.hpp"
@@ -101,6 +102,11 @@ struct EngineCounters {
   uint64_t ticks = 0;         // intervals closed
   uint64_t decisions[size_t(Reason::count_)] = {};
   uint64_t probe_last_path_kept = 0;  // probe downs that left the policy's last list in service
+  // While the fabric port was unusable (set_fabric_usable): evidence reports discarded and
+  // probe verdicts held until it was usable again; periods it was unusable.
+  uint64_t evidence_fabric_unusable = 0;
+  uint64_t probe_held_fabric_unusable = 0;
+  uint64_t fabric_unusable_periods = 0;
 };
 
 class Engine {
@@ -133,6 +139,16 @@ class Engine {
   // congestion state cleared, unless the controller holds it down. Appends the decisions
   // (none when nothing changed); false when the id is unknown.
   bool set_probe(uint16_t path_id, bool up, uint64_t now_ns, std::vector<Decision>& out);
+
+  // The fabric port is unusable (a pause storm holds its egress, docs/design/lossless.md) or
+  // usable again. Every path leaves by that port, so what is seen while it lasts blames no
+  // path: congestion evidence is discarded, intervals close without decisions (factors stay
+  // as they are) and probe verdicts are held, the latest per path, and applied when the port
+  // is usable again (those decisions are appended then). Without this, a storm of a few
+  // hundred ms would take every path out for lost probes and collapse each policy onto its
+  // last list, for a problem no path change can fix.
+  void set_fabric_usable(bool usable, uint64_t now_ns, std::vector<Decision>& out);
+  bool fabric_usable() const { return fabric_usable_; }
 
   // Factors of one policy in configuration order (for Gateway::set_path_factors); empty when
   // the policy is unknown.
@@ -186,6 +202,8 @@ class Engine {
   std::unordered_map<uint16_t, Where> by_id_;
   bool started_ = false;
   uint64_t interval_start_ns_ = 0;
+  bool fabric_usable_ = true;
+  std::vector<std::pair<uint16_t, bool>> held_probes_;  // (path id, up) while unusable
   EngineCounters counters_;
 };
 

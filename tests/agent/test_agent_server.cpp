@@ -928,6 +928,20 @@ TEST_F(AgentServer, WatchStreamsAppliedChangesAndOtherProducers) {
   EXPECT_EQ(ev.path().new_state(), v1::PATH_STATE_DEGRADED);
   EXPECT_EQ(ev.path().reason(), "CE marks");
 
+  // The daemon's link watch publishes pause storms (issue 27): start and end, per port.
+  Event storm;
+  storm.kind = EventKind::pause_storm;
+  storm.detail = PauseStormEvent{"fabric", "net_memif1", true, 2, 417};
+  agent->events().publish(storm);
+  ASSERT_TRUE(reader->Read(&ev));
+  EXPECT_EQ(ev.kind(), v1::EVENT_KIND_PAUSE_STORM);
+  ASSERT_TRUE(ev.has_pause_storm());
+  EXPECT_EQ(ev.pause_storm().port(), "fabric");
+  EXPECT_EQ(ev.pause_storm().device(), "net_memif1");
+  EXPECT_TRUE(ev.pause_storm().active());
+  EXPECT_EQ(ev.pause_storm().storms(), 2u);
+  EXPECT_EQ(ev.pause_storm().dropped(), 417u);
+
   // A filtered watcher sees only what it asked for.
   grpc::ClientContext ctx2;
   v1::WatchEventsRequest only_state;

@@ -21,6 +21,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 import gwlib  # noqa: E402
 
 FRAMES = int(os.environ.get("LOSSLESS_FRAMES", "20000"))
+# Bound of one run (gateway --duration, wait for the consumer): the consumer is paced at a
+# third of the producer's rate (a few thousand frames/s here), so the full count needs longer.
+RUN_S = max(150, FRAMES // 1000 + 60)
 BUILD = os.path.dirname(os.path.dirname(os.path.dirname(gwlib.BIN)))
 ROCE_GEN = os.path.join(BUILD, "tools", "roce-gen", "roce-gen")
 SINK = os.path.join(BUILD, "tools", "lossless", "lossless-sink")
@@ -96,7 +99,7 @@ def eal(prefix, vdevs, lcores):
         sum((["--vdev", v] for v in vdevs), [])
 
 
-def wait_out(p, what, timeout):
+def wait_out(p, what, timeout, with_err=False):
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -107,7 +110,7 @@ def wait_out(p, what, timeout):
     if p.returncode != 0:
         print(out, err)
         gwlib.fail(f"{what} exited {p.returncode}")
-    return out
+    return (out, err) if with_err else out
 
 
 def run(tmp, name, cfg, producer, sink):
@@ -118,14 +121,15 @@ def run(tmp, name, cfg, producer, sink):
     stats = os.path.join(tmp, f"{name}-stats.json")
     gw = gwlib.start(eal(gw_prefix, [f"net_memif0,role=server,id=0,socket={sock_h},socket-abstract=no",
                                      f"net_memif1,role=server,id=1,socket={sock_f},socket-abstract=no"], "0-1"),
-                     ["--config", cfg, "--stats-json", stats, "--duration", "150",
+                     ["--config", cfg, "--stats-json", stats, "--duration", str(RUN_S),
                       "--stats-interval", "0"])
     gwlib.check(gwlib.wait_for_file(sock_h, 30) and gwlib.wait_for_file(sock_f, 30),
                 "gateway did not create its memif sockets")
     sink_report = os.path.join(tmp, f"{name}-sink.json")
     sink_cmd = [SINK] + eal(gwlib.unique_prefix(f"ll_sink_{name}"),
                             [f"net_memif1,role=client,id=1,socket={sock_f},socket-abstract=no"], "0") + \
-        ["--", "--port", "net_memif1", "--report-json", sink_report, "--linger-s", "60"] + sink
+        ["--", "--port", "net_memif1", "--report-json", sink_report, "--linger-s", "60",
+         "--timeout-s", str(RUN_S)] + sink
     print("+ " + " ".join(sink_cmd), flush=True)
     sk = subprocess.Popen(sink_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     gwlib._procs.append(sk)
@@ -141,10 +145,10 @@ def run(tmp, name, cfg, producer, sink):
     # The consumer writes its report when done and keeps its port open (--linger-s): the
     # gateway is stopped first (what it holds would be lost with it otherwise), then the
     # clients, which own the memif rings' memory, go away.
-    gwlib.check(gwlib.wait_for_file(sink_report, 150), "lossless-sink did not finish")
+    gwlib.check(gwlib.wait_for_file(sink_report, RUN_S), "lossless-sink did not finish")
     time.sleep(0.2)
     gw.send_signal(2)
-    wait_out(gw, "srv6gw", 60)
+    _, gw_err = wait_out(gw, "srv6gw", 60, with_err=True)
     sk.send_signal(2)
     gen.send_signal(2)
     print(wait_out(sk, "lossless-sink", 60).strip(), flush=True)
@@ -154,6 +158,7 @@ def run(tmp, name, cfg, producer, sink):
         t = st["total"]
         print(f"{name}: gateway rx_host {t['rx_host']} tx_fabric {t['tx_fabric']} rx_fabric "
               f"{t['rx_fabric']} tx_host {t['tx_host']}; ports {st['ports']}", flush=True)
+        st["stderr"] = gw_err
         return st, json.load(g), json.load(s)
 
 
@@ -164,7 +169,7 @@ def main():
     tmp = gwlib.workdir("lossless")
     ref = os.path.join(tmp, "ref.pcap")
     subprocess.run([ROCE_GEN, "--output", ref, "--count", str(FRAMES)] + GEN_ARGS, check=True,
-                   capture_output=True, timeout=120)
+                   capture_output=True, timeout=RUN_S)
     sent_frames = read_pcap(ref)
     gwlib.check(len(sent_frames) == FRAMES, "reference pcap")
 
@@ -212,6 +217,7 @@ def main():
 
     ecn_before_pause(tmp, rate)
     pause_storm(tmp)
+    clients_gone(tmp)
     link_propagation(tmp)
     print("PASS", flush=True)
 
@@ -266,6 +272,17 @@ def pause_storm(tmp):
           f"{t['paused_fabric_tsc']}", flush=True)
     gwlib.check(t["pause_storms"] >= 1 and t["drops"]["pause_storm"] > 0,
                 "storm: the watchdog did not fire")
+    # The link watch saw each storm on the fabric egress start and end (the same edges are
+    # the pause_storm events on WatchEvents and the engine's notice; tests/agent and
+    # tests/unit/engine check those).
+    ends = st["stderr"].count("pause storm on the fabric port net_memif1 ended")
+    starts = st["stderr"].count("pause storm on the fabric port net_memif1:")
+    print(f"storm: fabric storms started {t['storms_to_fabric']}, ended "
+          f"{t['storm_ends_to_fabric']}; logged starts {starts}, ends {ends}; host egress "
+          f"storms {t['storms_to_host']}", flush=True)
+    gwlib.check(t["storms_to_fabric"] >= 1 and t["storm_ends_to_fabric"] >= 1 and
+                starts >= 1 and ends >= 1,
+                "storm: its start and end on the fabric port were not reported")
     # Drops are counted by reason, not by direction: the host -> fabric losses are at most the
     # watchdog's (the host side may have had its own when the producer stopped reading).
     gwlib.check(0 < sent - got <= t["drops"]["pause_storm"] and t["drops"]["tx_full"] == 0,
@@ -274,6 +291,49 @@ def pause_storm(tmp):
     gwlib.check(sink["tx_sent"] > 0 and t["rx_fabric"] == sink["tx_sent"] and
                 gen["rx_packets"] == t["tx_host"] and t["tx_host"] > 0 and
                 t["paused_fabric_tsc"] == 0, "storm: the fabric -> host direction stalled")
+
+
+def clients_gone(tmp):
+    """Regression (issue 27): the memif clients go away while the gateway polls (producer
+    killed, consumer stopped), before the gateway; it must keep running and stop cleanly.
+    srv6gw once segfaulted there (docs/design/lossless.md, net_memif disconnects)."""
+    cfg = config(tmp, True)
+    sock_h, sock_f = os.path.join(tmp, "gone-h.sock"), os.path.join(tmp, "gone-f.sock")
+    stats = os.path.join(tmp, "gone-stats.json")
+    gw = gwlib.start(eal(gwlib.unique_prefix("ll_gw_gone"),
+                         [f"net_memif0,role=server,id=0,socket={sock_h},socket-abstract=no",
+                          f"net_memif1,role=server,id=1,socket={sock_f},socket-abstract=no"], "0-1"),
+                     ["--config", cfg, "--stats-json", stats, "--duration", "60",
+                      "--stats-interval", "0"])
+    gwlib.check(gwlib.wait_for_file(sock_h, 30) and gwlib.wait_for_file(sock_f, 30),
+                "gateway did not create its memif sockets")
+    sk = subprocess.Popen([SINK] + eal(gwlib.unique_prefix("ll_sink_gone"),
+                          [f"net_memif1,role=client,id=1,socket={sock_f},socket-abstract=no"], "0") +
+                          ["--", "--port", "net_memif1", "--rate-pps", "4000", "--idle-ms", "30000",
+                           "--tx-pcap", gwlib.DEMO_FABRIC_PCAP, "--tx-rate-pps", "1000"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    gwlib._procs.append(sk)
+    time.sleep(0.5)
+    gen = subprocess.Popen([ROCE_GEN] + eal(gwlib.unique_prefix("ll_gen_gone"),
+                           [f"net_memif0,role=client,id=0,socket={sock_h},socket-abstract=no"], "1") +
+                           ["--", "--tx-port", "net_memif0", "--duration", "30"] + GEN_ARGS,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    gwlib._procs.append(gen)
+    time.sleep(2.0)  # both directions flow, the host -> fabric backlog is full
+    gen.kill()
+    gen.wait(timeout=30)
+    sk.send_signal(2)
+    wait_out(sk, "lossless-sink", 60)
+    time.sleep(1.0)
+    gwlib.check(gw.poll() is None, f"gateway died when its memif clients went away: {gw.poll()}")
+    gw.send_signal(2)
+    wait_out(gw, "srv6gw (clients gone)", 60)
+    with open(stats) as f:
+        t = json.load(f)["total"]
+    print(f"clients gone: gateway survived, rx_host {t['rx_host']} tx_fabric {t['tx_fabric']} "
+          f"rx_fabric {t['rx_fabric']}; pause_storm drops {t['drops']['pause_storm']}, "
+          f"held_at_stop {t['drops']['held_at_stop']}", flush=True)
+    gwlib.check(t["rx_host"] > 0 and t["rx_fabric"] > 0, "clients gone: no traffic before")
 
 
 def link_up(iface):

@@ -287,6 +287,7 @@ class LeafSpineFabric(fl.NamespacePlumbing):
                "--src-mac", self.mac(g.host, "eth0"), "--dst-mac", self.mac(g.name, "host0"),
                "--report-json", report, "--quiet"]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        gwlib._procs.append(p)  # killed at exit: a failed test must not wait for it
         return p, report
 
     def receiver(self, g, bin_ms=100):
@@ -296,6 +297,9 @@ class LeafSpineFabric(fl.NamespacePlumbing):
                "--out", path, "--gw-mac", self.mac(g.name, "host0"), "--bin-ms", str(bin_ms),
                "--no-cnp"]
         p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        # Killed at exit: it inherits the test's stdout, and meson waits for every holder of
+        # that pipe, so a failed test whose sink kept running hung until meson's timeout.
+        gwlib._procs.append(p)
         deadline = time.monotonic() + 10
         while not os.path.exists(path):
             if p.poll() is not None or time.monotonic() > deadline:
@@ -345,6 +349,7 @@ class Controller:
                                    gateways, "--state", state, "--listen", "unix:" + self.sock,
                                    "--resync-ms", "0"],
                                   stdout=self.f, stderr=subprocess.STDOUT)
+        gwlib._procs.append(self.p)  # killed at exit when a failed test did not stop it
         deadline = time.monotonic() + 20
         while not os.path.exists(self.sock):
             if self.p.poll() is not None or time.monotonic() > deadline:

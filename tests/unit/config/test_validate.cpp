@@ -210,6 +210,18 @@ const Case kCases[] = {
      "1280..9600, not 576"},
     {"fabric_mtu_big", [](auto& c) { c.fabric_port.mtu = 9601; },
      "/srv6gw:gateway/ports/fabric-mtu", "not 9601"},
+    {"pfc_priority_8",
+     [](auto& c) {
+       c.host_port.lossless.pfc_priorities = {3, 8};
+     },
+     "/srv6gw:gateway/ports/lossless/pfc-priorities", "priority 8 is not"},
+    {"pfc_priority_twice",
+     [](auto& c) {
+       c.host_port.lossless.pfc_priorities = {3, 3};
+     },
+     "/srv6gw:gateway/ports/lossless/pfc-priorities", "given twice"},
+    {"pfc_priorities_none", [](auto& c) { c.host_port.lossless.pfc_priorities.clear(); },
+     "/srv6gw:gateway/ports/lossless/pfc-priorities", "1 to 8"},
     {"source_unspecified", [](auto& c) { c.source = {}; }, "/srv6gw:gateway/source-address",
      "unspecified"},
     {"source_multicast", [](auto& c) { c.source = v6("ff02::1"); },

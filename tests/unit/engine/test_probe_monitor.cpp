@@ -282,5 +282,43 @@ TEST(EngineProbe, LastUsableListIsKept) {
   EXPECT_EQ(e.factors("two"), (std::vector<double>{1.0, 1.0}));
 }
 
+// A pause storm makes the fabric port unusable (docs/design/lossless.md): every path leaves by
+// it, so the probes all paths lose meanwhile and the congestion seen blame none of them. The
+// engine holds its factors and the latest probe verdict per path, and applies those verdicts
+// when the port is usable again.
+TEST(EngineProbe, FabricUnusableHoldsFactorsAndProbeVerdicts) {
+  Engine e;
+  e.set_policies({{"pol", {{"a", 1, 1, false}, {"b", 2, 1, false}, {"bk", 3, 1, true}}}});
+  std::vector<Decision> d;
+  e.tick(0, d);
+  e.set_fabric_usable(false, 10, d);
+  EXPECT_FALSE(e.fabric_usable());
+  // Probes lost on both primaries and CNP evidence: no decision while the storm lasts.
+  ASSERT_TRUE(e.set_probe(1, false, 20, d));
+  ASSERT_TRUE(e.set_probe(2, false, 30, d));
+  ASSERT_TRUE(e.report(1, 100));
+  e.tick(10'000'000, d);
+  EXPECT_TRUE(d.empty());
+  EXPECT_EQ(e.factors("pol"), (std::vector<double>{1.0, 1.0, 1.0}));
+  // Path b answers again before the storm ends: its latest verdict (up) is the one kept.
+  ASSERT_TRUE(e.set_probe(2, true, 40, d));
+  EXPECT_FALSE(e.set_probe(99, false, 45, d));  // unknown ids are still refused
+  EXPECT_EQ(e.counters().probe_held_fabric_unusable, 3u);
+  EXPECT_EQ(e.counters().evidence_fabric_unusable, 1u);
+  // Usable again: a's down applies now (it was really lost), b had come back.
+  e.set_fabric_usable(true, 50, d);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].path_id, 1);
+  EXPECT_EQ(d[0].reason, Reason::probe_down);
+  EXPECT_EQ(e.factors("pol"), (std::vector<double>{0.0, 1.0, 1.0}));
+  EXPECT_EQ(e.counters().fabric_unusable_periods, 1u);
+  // Nothing held is applied twice, and evidence counts again.
+  d.clear();
+  e.set_fabric_usable(true, 60, d);
+  EXPECT_TRUE(d.empty());
+  EXPECT_TRUE(e.report(2, 1));
+  EXPECT_EQ(e.counters().evidence_fabric_unusable, 1u);
+}
+
 }  // namespace
 }  // namespace srv6gw::engine

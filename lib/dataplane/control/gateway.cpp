@@ -20,6 +20,7 @@
 
 #include "dataplane/worker_context.hpp"
 #include "policy/runtime.hpp"
+#include "srv6/encap.hpp"
 
 namespace srv6gw::dataplane {
 
@@ -109,6 +110,8 @@ class GatewayImpl final : public Gateway {
       w->probe_replies = probe_reply_ring_;
       w->probe_hop_limit.store(cfg.hop_limit, std::memory_order_relaxed);
       w->path_id_in_source.store(cfg.engine.path_id_in_source, std::memory_order_relaxed);
+      w->source_entropy_mask.store(srv6::source_entropy_mask(cfg.engine.source_entropy_bits),
+                                   std::memory_order_relaxed);
       workers_.push_back(std::move(w));
     }
     layouts_.resize(runtime_->slot_capacity());
@@ -138,6 +141,8 @@ class GatewayImpl final : public Gateway {
       for (auto& w : workers_) {
         w->probe_hop_limit.store(cfg.hop_limit, std::memory_order_relaxed);
         w->path_id_in_source.store(cfg.engine.path_id_in_source, std::memory_order_relaxed);
+        w->source_entropy_mask.store(srv6::source_entropy_mask(cfg.engine.source_entropy_bits),
+                                     std::memory_order_relaxed);
       }
       std::lock_guard lock(stats_mutex_);
       refresh_layouts();

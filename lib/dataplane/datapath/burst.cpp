@@ -158,6 +158,14 @@ inline void note_recent_path(WorkerContext& w, uint32_t pair_crc, uint32_t slot,
               uint32_t(now >> w.recent_epoch_shift));
 }
 
+// engine/source-entropy-bits: the flow label's low bits into the outer source (`ipv6`: the
+// outer header just written), for a far NIC that hashes only addresses. Off: one load, one
+// branch.
+inline void spread_source(const WorkerContext& w, uint8_t* ipv6, uint32_t flow_label) {
+  const uint32_t mask = w.source_entropy_mask.load(std::memory_order_relaxed);
+  if (mask != 0) srv6::write_source_entropy(ipv6, mask, flow_label);
+}
+
 // Encapsulates one classified RoCEv2 packet of flow class `fc` (steered to fc.slot; kNoSlot:
 // a miss). Returns the mbuf to send (the same one, or a header segment chained in front of
 // it) or null when the packet was dropped or counted as a miss that the caller passes (then
@@ -242,6 +250,7 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   f.tag = likely(!info.is_cnp) ? path.path_id
                                : cnp_tag(w, info, t.has_srh || f.tag_in_source, path.path_id, now);
   srv6::write_encap(t, hdr + net::kEthHeaderLen, f);
+  spread_source(w, hdr + net::kEthHeaderLen, f.flow_label);
 
   ++c.encap;
   PathCounter& pc = w.path_counters[size_t(slot) * policy::kMaxPaths + idx];

@@ -59,10 +59,10 @@ void ProbeRunner::sync() {
   probed_.clear();
   std::vector<engine::ProbePathSpec> specs;
   if (cfg.probe.enabled && local_probe_sid && cfg.fabric_nexthop_mac) {
-    const std::vector<config::ProbeClass> classes = config::probe_classes(cfg);
+    const std::vector<config::ProbeClass>& classes = gw_.probe_classes();
     for (size_t pi = 0; pi < cfg.policies.size(); ++pi) {
       const config::Policy& p = cfg.policies[pi];
-      const config::ProbeClass& cls = classes[pi];
+      const config::ProbeClass cls = pi < classes.size() ? classes[pi] : config::ProbeClass{};
       if (!p.probe_sid) continue;
       for (const config::SegmentList& sl : p.segment_lists) {
         // The segment list ends at the remote's decapsulation SID: the probe goes over the

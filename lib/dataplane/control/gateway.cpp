@@ -66,6 +66,7 @@ class GatewayImpl final : public Gateway {
     for (unsigned i = 0; i < n_workers; ++i) rte_rcu_qsbr_thread_register(qsbr_, i);
     runtime_ = policy::Runtime::create(cfg, qsbr_, rte_get_tsc_hz(), SOCKET_ID_ANY, error);
     if (!runtime_) return false;
+    probe_classes_ = config::probe_classes(cfg);
     static std::atomic<unsigned> ring_serial{0};
     const std::string ring_name = "srv6gw_fb" + std::to_string(ring_serial.fetch_add(1));
     feedback_ring_ = rte_ring_create_elem(ring_name.c_str(), sizeof(FeedbackEvent),
@@ -137,6 +138,8 @@ class GatewayImpl final : public Gateway {
   std::optional<config::ConfigError> publish(const config::GatewayConfig& cfg,
                                              std::optional<config::ConfigError> e) {
     if (!e) {
+      // O(steering rules) only when a probed policy has no probe-dscp (docs/design/probing.md).
+      probe_classes_ = config::probe_classes(cfg);
       reflect_->enabled.store(cfg.engine.reflect, std::memory_order_relaxed);
       for (auto& w : workers_) {
         w->probe_hop_limit.store(cfg.hop_limit, std::memory_order_relaxed);
@@ -168,6 +171,7 @@ class GatewayImpl final : public Gateway {
   const config::GatewayConfig& running_config() const override {
     return runtime_->running_config();
   }
+  const std::vector<config::ProbeClass>& probe_classes() const override { return probe_classes_; }
   const policy::Runtime& runtime() const override { return *runtime_; }
 
   unsigned drain_feedback(FeedbackEvent* out, unsigned max) override {
@@ -302,6 +306,7 @@ class GatewayImpl final : public Gateway {
   mutable std::mutex stats_mutex_;  // layouts_ and baselines_ (control threads)
   std::vector<SlotLayout> layouts_;
   std::vector<std::array<PathCounter, policy::kMaxPaths>> baselines_;
+  std::vector<config::ProbeClass> probe_classes_;  // control thread (apply, the prober)
 };
 
 }  // namespace

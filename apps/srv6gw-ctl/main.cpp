@@ -396,6 +396,28 @@ int cmd_state(Ctx& c) {
   return kExitOk;
 }
 
+// Probed paths only: state, counts, RTT and the traffic class the probes go out with.
+void print_probe_table(const v1::Stats& s) {
+  auto n = [](uint64_t v) { return std::to_string(v); };
+  Table t({"POLICY", "SEGMENT-LIST", "PATH-ID", "PROBE", "SENT", "ANSWERED", "LOST", "RTT-P99-US",
+           "TRAFFIC-CLASS"});
+  for (const auto& p : s.policies()) {
+    for (const auto& path : p.paths()) {
+      if (!path.has_probe()) continue;
+      const v1::ProbeStats& pr = path.probe();
+      char tc[48];
+      std::snprintf(tc, sizeof tc, "0x%02x dscp %u (%s)", pr.traffic_class(),
+                    pr.traffic_class() >> 2, pr.traffic_class_source().c_str());
+      t.add({p.name(), path.segment_list(), n(path.path_id()),
+             pr.state() == v1::PATH_STATE_DOWN ? "down" : "up", n(pr.sent()), n(pr.answered()),
+             n(pr.lost()), n(pr.rtt_p99_ns() / 1000), tc});
+    }
+  }
+  if (t.size() == 0) return;
+  t.print(std::cout);
+  std::cout << "\n";
+}
+
 int cmd_stats(Ctx& c) {
   grpc::ClientContext ctx;
   c.deadline(ctx);
@@ -477,6 +499,7 @@ int cmd_stats(Ctx& c) {
     }
     t.print(std::cout);
     std::cout << "\n";
+    print_probe_table(s);
   }
   Table t({"DROP-REASON", "PACKETS"});
   for (const auto& d : s.drops()) {

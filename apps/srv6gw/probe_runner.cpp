@@ -59,20 +59,24 @@ void ProbeRunner::sync() {
   probed_.clear();
   std::vector<engine::ProbePathSpec> specs;
   if (cfg.probe.enabled && local_probe_sid && cfg.fabric_nexthop_mac) {
-    for (const config::Policy& p : cfg.policies) {
+    const std::vector<config::ProbeClass>& classes = gw_.probe_classes();
+    for (size_t pi = 0; pi < cfg.policies.size(); ++pi) {
+      const config::Policy& p = cfg.policies[pi];
+      const config::ProbeClass cls = pi < classes.size() ? classes[pi] : config::ProbeClass{};
       if (!p.probe_sid) continue;
       for (const config::SegmentList& sl : p.segment_lists) {
         // The segment list ends at the remote's decapsulation SID: the probe goes over the
         // same transit SIDs to the remote's probe SID instead, and back over them reversed.
         Probed pr;
         pr.path_id = sl.path_id;
+        pr.traffic_class = cls.traffic_class;
         pr.source = p.source.value_or(cfg.source);
         pr.segments.assign(sl.sids.begin(), sl.sids.end() - 1);
         pr.segments.push_back(*p.probe_sid);
         pr.returns.assign(sl.sids.rbegin() + 1, sl.sids.rend());
         pr.returns.push_back(*local_probe_sid);
         probed_.push_back(std::move(pr));
-        specs.push_back({p.name, sl.name, sl.path_id});
+        specs.push_back({p.name, sl.name, sl.path_id, cls.traffic_class, to_string(cls.source)});
         was_down.erase(sl.path_id);
       }
     }
@@ -123,6 +127,7 @@ void ProbeRunner::send_all(uint64_t now_ns) {
     spec.segments = pr.segments;
     spec.return_segments = pr.returns;
     spec.hop_limit = hop_limit_;
+    spec.traffic_class = pr.traffic_class;
     srv6::probe::Fields f;
     f.path_id = pr.path_id;
     f.seq = seq;
@@ -200,10 +205,10 @@ std::string ProbeRunner::report() const {
   for (const engine::ProbePathView& v : monitor_.paths())
     s += fmt::format(
         "probe:   {}/{} (path {}): {} sent {} answered {} lost {} late {} loss {:.3f} "
-        "rtt min/avg/p99 {:.1f}/{:.1f}/{:.1f} us\n",
+        "rtt min/avg/p99 {:.1f}/{:.1f}/{:.1f} us, traffic class 0x{:02x} ({})\n",
         v.policy, v.segment_list, v.path_id, engine::to_string(v.state), v.sent, v.answered, v.lost,
         v.late, v.loss_ratio, double(v.rtt_min_ns) / 1e3, double(v.rtt_avg_ns) / 1e3,
-        double(v.rtt_p99_ns) / 1e3);
+        double(v.rtt_p99_ns) / 1e3, v.traffic_class, v.traffic_class_source);
   return s;
 }
 
@@ -222,10 +227,12 @@ std::string ProbeRunner::json() const {
         "{}{{\"policy\":\"{}\",\"segment_list\":\"{}\",\"path_id\":{},\"state\":\"{}\","
         "\"last_change_ns\":{},\"sent\":{},\"answered\":{},\"lost\":{},\"late\":{},"
         "\"consecutive_lost\":{},\"loss_ratio\":{:.6f},\"rtt_samples\":{},\"rtt_min_ns\":{},"
-        "\"rtt_avg_ns\":{},\"rtt_p99_ns\":{},\"rtt_last_ns\":{}}}",
+        "\"rtt_avg_ns\":{},\"rtt_p99_ns\":{},\"rtt_last_ns\":{},\"traffic_class\":{},"
+        "\"traffic_class_source\":\"{}\"}}",
         first ? "" : ",", v.policy, v.segment_list, v.path_id, engine::to_string(v.state),
         v.last_change_ns, v.sent, v.answered, v.lost, v.late, v.consecutive_lost, v.loss_ratio,
-        v.rtt_samples, v.rtt_min_ns, v.rtt_avg_ns, v.rtt_p99_ns, v.rtt_last_ns);
+        v.rtt_samples, v.rtt_min_ns, v.rtt_avg_ns, v.rtt_p99_ns, v.rtt_last_ns, v.traffic_class,
+        v.traffic_class_source);
     first = false;
   }
   s += "]}";

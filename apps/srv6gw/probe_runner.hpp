@@ -54,6 +54,7 @@ class ProbeRunner {
  private:
   struct Probed {
     uint16_t path_id = 0;
+    uint8_t traffic_class = 0;  // config::probe_classes(): the policy's RoCE class
     net::Ipv6Addr source;
     std::vector<net::Ipv6Addr> segments;  // transit SIDs + the remote's probe SID
     std::vector<net::Ipv6Addr> returns;   // reverse transit SIDs + our probe SID

@@ -181,6 +181,8 @@ int cmd_probes(const char*, const char*, rte_tel_data* d) {
       rte_tel_data_add_dict_u64(e, "rtt_min_ns", v.rtt_min_ns);
       rte_tel_data_add_dict_u64(e, "rtt_avg_ns", v.rtt_avg_ns);
       rte_tel_data_add_dict_u64(e, "rtt_p99_ns", v.rtt_p99_ns);
+      rte_tel_data_add_dict_u64(e, "traffic_class", v.traffic_class);
+      rte_tel_data_add_dict_string(e, "traffic_class_source", v.traffic_class_source.c_str());
       rte_tel_data_add_dict_container(d, std::to_string(v.path_id).c_str(), e, 0);
     }
     return 0;

@@ -72,6 +72,13 @@ bool from_proto(const v1::SrPolicy& in, config::Policy& out, FieldError& error) 
     }
     out.probe_sid = *ip;
   }
+  if (in.has_probe_dscp()) {
+    if (in.probe_dscp() > 63) {
+      return fail(error, "probe_dscp", pp + "/probe-dscp",
+                  std::to_string(in.probe_dscp()) + " is not a DSCP (0..63)");
+    }
+    out.probe_dscp = uint8_t(in.probe_dscp());
+  }
   switch (in.encap()) {
     case v1::ENCAP_MODE_UNSPECIFIED:
     case v1::ENCAP_MODE_ENCAPS:
@@ -273,6 +280,7 @@ void to_proto(const config::Policy& in, v1::SrPolicy& out) {
   if (in.endpoint) out.set_endpoint(net::to_string(*in.endpoint));
   if (in.source) out.set_source_address(net::to_string(*in.source));
   if (in.probe_sid) out.set_probe_sid(net::to_string(*in.probe_sid));
+  if (in.probe_dscp) out.set_probe_dscp(*in.probe_dscp);
   switch (in.encap) {
     case srv6::EncapMode::encaps:
       out.set_encap(v1::ENCAP_MODE_ENCAPS);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // srv6gw.v1 messages of what the agent reports and of the engine parameters (convert.hpp).
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -87,6 +88,8 @@ void probe_to_proto(const engine::ProbePathView& pv, v1::ProbeStats& ps) {
   ps.set_rtt_min_ns(pv.rtt_min_ns);
   ps.set_rtt_avg_ns(pv.rtt_avg_ns);
   ps.set_rtt_p99_ns(pv.rtt_p99_ns);
+  ps.set_traffic_class(pv.traffic_class);
+  ps.set_traffic_class_source(pv.traffic_class_source);
   ps.set_consecutive_lost(pv.consecutive_lost);
 }
 
@@ -168,6 +171,7 @@ void to_proto(const engine::Params& p, v1::EngineParams& o) {
   o.set_recovery_period_us(p.recovery_period_us);
   o.set_reflect(p.reflect);
   o.set_path_id_in_source(p.path_id_in_source);
+  o.set_source_entropy_bits(p.source_entropy_bits);
 }
 
 std::string merge_engine_params(const v1::EngineParams& in, engine::Params& p) {
@@ -198,6 +202,9 @@ std::string merge_engine_params(const v1::EngineParams& in, engine::Params& p) {
   if (in.has_recovery_period_us()) p.recovery_period_us = in.recovery_period_us();
   if (in.has_reflect()) p.reflect = in.reflect();
   if (in.has_path_id_in_source()) p.path_id_in_source = in.path_id_in_source();
+  // Saturated, not truncated: engine::check() then refuses it by name.
+  if (in.has_source_entropy_bits())
+    p.source_entropy_bits = uint8_t(std::min<uint32_t>(in.source_entropy_bits(), 255));
   return bad;
 }
 

@@ -257,6 +257,7 @@ void write_config(const GatewayConfig& cfg, JsonWriter& w) {
   w.number("recovery-period-us", e.recovery_period_us);
   w.boolean("reflect", e.reflect);
   w.boolean("path-id-in-source", e.path_id_in_source);
+  w.number("source-entropy-bits", e.source_entropy_bits);
   w.close_object();
 
   const engine::ProbeParams& pr = cfg.probe;
@@ -278,6 +279,7 @@ void write_config(const GatewayConfig& cfg, JsonWriter& w) {
       if (p.endpoint) w.string("endpoint", net::to_string(*p.endpoint));
       if (p.source) w.string("source-address", net::to_string(*p.source));
       if (p.probe_sid) w.string("probe-sid", net::to_string(*p.probe_sid));
+      if (p.probe_dscp) w.number("probe-dscp", *p.probe_dscp);
       w.string("encap", yang_name(p.encap));
       w.open_object("usid-format");
       w.number("block-bits", p.usid.block_bits);

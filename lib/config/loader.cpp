@@ -287,6 +287,8 @@ void map_engine(const lyd_node* node, engine::Params& out) {
       out.reflect = as_bool(c);
     } else if (name == "path-id-in-source") {
       out.path_id_in_source = as_bool(c);
+    } else if (name == "source-entropy-bits") {
+      out.source_entropy_bits = as_uint<uint8_t>(c);
     } else {
       fail(c, "unexpected node");
     }
@@ -374,6 +376,8 @@ Policy map_policy(const lyd_node* n) {
       p.source = as_ipv6(c);
     } else if (name == "probe-sid") {
       p.probe_sid = as_ipv6(c);
+    } else if (name == "probe-dscp") {
+      p.probe_dscp = as_uint<uint8_t>(c);
     } else if (name == "encap") {
       p.encap = as_encap(c);
     } else if (name == "usid-format") {

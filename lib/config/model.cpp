@@ -3,6 +3,9 @@
 // the YANG instance paths every refusal names nodes by. Validation is validate.cpp's.
 #include "config/model.hpp"
 
+#include <string_view>
+#include <unordered_map>
+
 namespace srv6gw::config {
 
 const char* to_string(SelectionMode m) {
@@ -59,7 +62,49 @@ bool operator==(const Policy& a, const Policy& b) {
          a.usid.usid_bits == b.usid.usid_bits && a.selection == b.selection &&
          a.flowlet_gap_us == b.flowlet_gap_us && a.idle_gap_us == b.idle_gap_us &&
          a.spray_opcodes == b.spray_opcodes && a.segment_lists == b.segment_lists &&
-         a.probe_sid == b.probe_sid;
+         a.probe_sid == b.probe_sid && a.probe_dscp == b.probe_dscp;
+}
+
+const char* to_string(ProbeClassSource s) {
+  switch (s) {
+    case ProbeClassSource::configured:
+      return "configured";
+    case ProbeClassSource::steering:
+      return "steering";
+    case ProbeClassSource::none:
+      break;
+  }
+  return "none";
+}
+
+std::vector<ProbeClass> probe_classes(const GatewayConfig& cfg) {
+  std::vector<ProbeClass> out(cfg.policies.size());
+  // Per policy: -1 no rule with a DSCP match seen yet, 0..63 the one all such rules name,
+  // -2 they disagree.
+  std::vector<int> rule_dscp(cfg.policies.size(), -1);
+  std::unordered_map<std::string_view, size_t> index;
+  bool derive = false;
+  for (size_t i = 0; i < cfg.policies.size(); ++i) {
+    const Policy& p = cfg.policies[i];
+    index.emplace(p.name, i);
+    if (p.probe_dscp) {
+      out[i] = {uint8_t(*p.probe_dscp << 2 | kProbeEcn), ProbeClassSource::configured};
+    } else {
+      derive |= bool(p.probe_sid);
+    }
+  }
+  if (!derive) return out;  // a million rules are walked only when some probed policy needs it
+  for (const SteeringRule& r : cfg.steering) {
+    if (!r.dscp) continue;
+    auto it = index.find(r.policy);
+    if (it == index.end()) continue;
+    int& d = rule_dscp[it->second];
+    d = d == -1 || d == int(*r.dscp) ? int(*r.dscp) : -2;
+  }
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i].source == ProbeClassSource::none && rule_dscp[i] >= 0)
+      out[i] = {uint8_t(rule_dscp[i] << 2 | kProbeEcn), ProbeClassSource::steering};
+  return out;
 }
 
 namespace {

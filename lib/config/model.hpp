@@ -105,6 +105,8 @@ struct Policy {
   // The remote gateway's probe SID (an end-probe local SID there): when set, every segment
   // list is probed with its last SID replaced by this one (docs/design/probing.md).
   std::optional<net::Ipv6Addr> probe_sid;
+  // DSCP of the probes (0..63); unset: derived from the steering rules (probe_dscp_of below).
+  std::optional<uint8_t> probe_dscp;
 };
 bool operator==(const Policy& a, const Policy& b);  // srv6::UsidFormat has no operator==
 
@@ -262,6 +264,19 @@ struct GatewayConfig : GatewaySettings {
 std::vector<Rail> effective_rails(const GatewaySettings& cfg);
 // The rail's outer source: its own, else the gateway's source-address.
 net::Ipv6Addr rail_source(const GatewaySettings& cfg, const Rail& rail);
+// The traffic class a policy's probes go out with (docs/design/probing.md): its probe-dscp
+// when set, else the DSCP match of the steering rules that select it when every rule of
+// it that has a DSCP match names the same one, else traffic class 0. A DSCP is sent ECT(0),
+// like RoCE data (an ECN queue marks such a probe instead of dropping it).
+enum class ProbeClassSource : uint8_t { none, configured, steering };
+const char* to_string(ProbeClassSource s);  // "none", "configured", "steering"
+struct ProbeClass {
+  uint8_t traffic_class = 0;  // the outer IPv6 traffic class byte: DSCP << 2 | ECN
+  ProbeClassSource source = ProbeClassSource::none;
+};
+inline constexpr uint8_t kProbeEcn = 2;  // ECT(0)
+// One pass over the steering rules; index i answers cfg.policies[i].
+std::vector<ProbeClass> probe_classes(const GatewayConfig& cfg);
 
 // A refusal names the offending field by its path in the configuration tree, as YANG does
 // (e.g. "/srv6gw:gateway/policies/policy[name='p1']/segment-list[name='a']/sid") and why.

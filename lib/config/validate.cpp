@@ -259,14 +259,31 @@ std::optional<ConfigError> validate_usid_list(const Policy& p, const SegmentList
   return std::nullopt;
 }
 
+// engine/source-entropy-bits N writes flow entropy into source bits 16..16+N-1, above the
+// path-id field: the low 16 + N bits must be zero (the source prefix is a /(112 - N) or shorter).
+std::optional<ConfigError> check_entropy_room(const GatewayConfig& cfg, const net::Ipv6Addr& source,
+                                              const std::string& path) {
+  const unsigned bits = cfg.engine.source_entropy_bits;
+  if (bits == 0 || bits > srv6::kMaxSourceEntropyBits ||
+      srv6::source_has_entropy_room(source, bits))
+    return std::nullopt;
+  return err(path,
+             "source-address " + net::to_string(source) + " must end in " +
+                 std::to_string(16 + bits) + " zero bits when engine/source-entropy-bits is " +
+                 std::to_string(bits) + " (16 path-id bits and the flow entropy go there: a /" +
+                 std::to_string(112 - bits) + " or shorter source prefix; docs/design/engine.md)");
+}
+
 // engine/path-id-in-source writes the path id into the low 16 bits of the outer source:
 // every source address must leave them zero (the gateway owns the /112 around it).
 std::optional<ConfigError> check_path_id_room(const GatewayConfig& cfg, const net::Ipv6Addr& source,
                                               const std::string& path) {
-  if (!cfg.engine.path_id_in_source || srv6::source_has_path_id_room(source)) return std::nullopt;
-  return err(path, "source-address " + net::to_string(source) +
-                       " must end in 16 zero bits when engine/path-id-in-source is on (the "
-                       "path id goes there; docs/design/engine.md)");
+  if (cfg.engine.path_id_in_source && !srv6::source_has_path_id_room(source)) {
+    return err(path, "source-address " + net::to_string(source) +
+                         " must end in 16 zero bits when engine/path-id-in-source is on (the "
+                         "path id goes there; docs/design/engine.md)");
+  }
+  return check_entropy_room(cfg, source, path);
 }
 
 std::optional<ConfigError> check_policy_impl(const GatewayConfig& cfg, const Policy& p) {
@@ -289,6 +306,10 @@ std::optional<ConfigError> check_policy_impl(const GatewayConfig& cfg, const Pol
                  "probe-sid needs ports/fabric-nexthop-mac (the gateway sends probes itself: "
                  "there is no host frame to take the destination MAC from)");
     }
+  }
+  if (p.probe_dscp && *p.probe_dscp > 63) {
+    return err(pp + "/probe-dscp",
+               "probe-dscp " + std::to_string(*p.probe_dscp) + " is not a DSCP (0..63)");
   }
   if (p.encap != srv6::EncapMode::encaps && p.encap != srv6::EncapMode::encaps_red &&
       p.encap != srv6::EncapMode::usid) {

@@ -81,6 +81,10 @@ struct alignas(64) WorkerContext {
   // one) goes into the low 16 bits of the outer source, and the remote's is read from there.
   // Written by the control thread on apply, read by the worker per encapsulation.
   std::atomic<bool> path_id_in_source{false};
+  // engine/source-entropy-bits (docs/design/engine.md): the entropy field's mask in the outer
+  // source's last 32 bits (srv6::source_entropy_mask; 0 = off). Written by the control
+  // thread on apply, read by the worker per encapsulation.
+  std::atomic<uint32_t> source_entropy_mask{0};
 
   // Worker-private.
   uint64_t last_learned_host_mac = 0;  // what this worker last stored (avoids shared writes)

@@ -32,6 +32,13 @@ struct Params {
   // SRH are read as the remote's path id (docs/design/engine.md). Every gateway of the fabric must
   // agree; off (the default) leaves the source untouched and reads nothing from it.
   bool path_id_in_source = false;
+  // Fabric receive spreading: this many (0..16) low bits of each flow's flow label also go
+  // into the outer source, in bits 16.. right above the path-id field, so that a far NIC
+  // hashing only addresses spreads our flows over its queues (docs/design/engine.md). 0 (the
+  // default) leaves the source alone. The decapsulating side needs nothing: it matches the
+  // destination only. Lives here, beside path-id-in-source, for the same reason (applied to the
+  // workers like it, without the policy runtime).
+  uint8_t source_entropy_bits = 0;
   friend bool operator==(const Params&, const Params&) = default;
 };
 
@@ -61,6 +68,7 @@ inline std::optional<ParamsError> check(const Params& p) {
   if (p.recovery_period_us == 0) return ParamsError{"recovery-period-us", "must be at least 1"};
   if (p.max_hold_down_us < p.hold_down_us)
     return ParamsError{"max-hold-down-us", "must be at least hold-down-us"};
+  if (p.source_entropy_bits > 16) return ParamsError{"source-entropy-bits", "must be 0..16"};
   return std::nullopt;
 }
 

@@ -156,6 +156,8 @@ std::vector<ProbePathView> ProbeMonitor::paths() const {
     pv.policy = p.spec.policy;
     pv.segment_list = p.spec.segment_list;
     pv.path_id = p.spec.path_id;
+    pv.traffic_class = p.spec.traffic_class;
+    pv.traffic_class_source = p.spec.traffic_class_source;
     pv.state = p.state;
     pv.last_change_ns = p.last_change_ns;
     pv.sent = p.sent;

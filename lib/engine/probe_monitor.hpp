@@ -30,6 +30,10 @@ struct ProbePathSpec {
   std::string policy;
   std::string segment_list;
   uint16_t path_id = 0;
+  // Outer traffic class the probes go out with (DSCP << 2 | ECN) and where it came from
+  // ("configured", "steering", "none"; config::ProbeClassSource), for the statistics.
+  uint8_t traffic_class = 0;
+  std::string traffic_class_source = "none";
 };
 
 struct ProbeTransition {
@@ -54,6 +58,8 @@ struct ProbePathView {
   double loss_ratio = 0.0;   // over the last kLossWindow resolved probes
   uint32_t rtt_samples = 0;  // in the window
   uint64_t rtt_min_ns = 0, rtt_avg_ns = 0, rtt_p99_ns = 0, rtt_last_ns = 0;
+  uint8_t traffic_class = 0;  // ProbePathSpec's
+  std::string traffic_class_source = "none";
 };
 
 struct ProbeMonitorCounters {

@@ -106,6 +106,32 @@ inline bool source_has_path_id_room(const net::Ipv6Addr& source) {
   return source.bytes[14] == 0 && source.bytes[15] == 0;
 }
 
+// Fabric receive spreading (engine source-entropy-bits, docs/design/engine.md, "Wire format:
+// flow entropy in the outer source"): `bits` (1..16) low bits of the flow label in source
+// bits 16..16+bits-1 (counted from the least significant), right above the path-id field,
+// so that both can be on together and a receiver reading the path id never sees entropy.
+// A far gateway whose NIC hashes only addresses then spreads our flows over its queues.
+inline constexpr unsigned kSourceEntropyShift = 16;
+inline constexpr unsigned kMaxSourceEntropyBits = 16;
+inline constexpr unsigned kSourceEntropyOffset = 8 + net::kIpv6AddrLen - 4;  // bytes 20..23
+// The mask of the entropy field within the source's last 32 bits (0 = off).
+constexpr uint32_t source_entropy_mask(unsigned bits) {
+  return bits == 0 ? 0u : uint32_t(((uint64_t(1) << bits) - 1) << kSourceEntropyShift);
+}
+// ORs the flow label's entropy bits into the outer source (its field is zero in the template).
+inline void write_source_entropy(uint8_t* ipv6, uint32_t mask, uint32_t flow_label) {
+  uint8_t* p = ipv6 + kSourceEntropyOffset;
+  net::store_be32(p, net::load_be32(p) | (flow_label << kSourceEntropyShift & mask));
+}
+// True when `source` leaves the entropy field and the path-id field below it free (the low
+// 16 + bits bits are zero): the gateway's locator is a /(112 - bits) or shorter.
+inline bool source_has_entropy_room(const net::Ipv6Addr& source, unsigned bits) {
+  const unsigned zero_bits = kSourceEntropyShift + bits;
+  for (unsigned i = 0; i < zero_bits; ++i)
+    if (source.bytes[15 - i / 8] >> (i % 8) & 1) return false;
+  return true;
+}
+
 // Writes `t.size` bytes at `dst` (which must have room) and patches the per-packet fields.
 // Never touches the inner packet. The caller keeps t.size - 40 + inner_len <= 65535 (MTU).
 // Inline: per packet it is a few 32-byte moves and four stores.

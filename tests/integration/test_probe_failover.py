@@ -21,6 +21,11 @@
 # 2. The link comes back: the flow returns to its path after the probe hold-down (not before).
 # 3. A second policy names a probe SID nobody answers (B has no such SID): its path is
 #    reported down (stats), the engine takes it out, nothing crashes.
+# 4. Probes carry the traffic class of the traffic they stand for (issue 22): A's toB sets
+#    probe-dscp 26, B's toA takes DSCP 34 from its steering rule's DSCP match, A's dark policy
+#    has neither (traffic class 0). tshark on a capture of A's fabric link shows requests and
+#    reflected replies at 0x6a (26 << 2 | ECT(0)), 0x8a and 0x00; the statistics (JSON, gRPC,
+#    srv6gw-ctl stats) name the class and where it came from.
 # Where it shows: during the cut, DPDK telemetry (/srv6gw/probes) and gRPC GetStats
 # (`srv6gw-ctl --json stats`, PathStats.probe) report the path down; `srv6gw-ctl watch`
 # streams PATH_STATE events with reasons probe-down and probe-up.
@@ -54,6 +59,14 @@ RATE_PPS = 1000
 CTL = os.environ.get("SRV6GW_CTL") or os.path.join(os.path.dirname(gwlib.BIN), "..", "srv6gw-ctl",
                                                    "srv6gw-ctl")
 PSN_OFFSET = 14 + 20 + 8 + 9  # Ethernet + IPv4 + UDP + BTH bytes before the PSN
+A_PROBE_DSCP, B_RULE_DSCP = 26, 34  # configured on A's toB; B's toA derives it from its rule
+# Expected outer traffic class of probes on A's fabric link by (IPv6 source, path id): A's
+# requests and B's replies to them, B's requests and A's replies to them, A's dark probes.
+PROBE_TC = {("fc00:a::1", 1): A_PROBE_DSCP << 2 | 2, ("fc00:a::1", 2): A_PROBE_DSCP << 2 | 2,
+            (B_PROBE, 1): A_PROBE_DSCP << 2 | 2, (B_PROBE, 2): A_PROBE_DSCP << 2 | 2,
+            ("fc00:b::1", 101): B_RULE_DSCP << 2 | 2, ("fc00:b::1", 102): B_RULE_DSCP << 2 | 2,
+            (A_PROBE, 101): B_RULE_DSCP << 2 | 2, (A_PROBE, 102): B_RULE_DSCP << 2 | 2,
+            ("fc00:a::1", 9): 0}
 
 
 def log(msg):
@@ -198,11 +211,11 @@ def gateway_config(me, nexthop_mac, host_mac, extra_policies=(), extra_rules=())
     a = me == "A"
     policies = [{
         "name": "toB" if a else "toA", "selection": {"mode": "flow"},
-        "probe-sid": B_PROBE if a else A_PROBE,
+        "probe-sid": B_PROBE if a else A_PROBE, **({"probe-dscp": A_PROBE_DSCP} if a else {}),
         "segment-list": [{"name": f"p{k}", "path-id": (0 if a else 100) + k, "weight": 1,
                           "sid": [T_SID[k], B_DX4 if a else A_DX4]} for k in (1, 2)]}]
     rules = [{"id": 1, "prefix": "10.0.1.0/24" if a else "10.0.0.0/24",
-              "policy": policies[0]["name"]}]
+              "policy": policies[0]["name"], **({} if a else {"dscp": B_RULE_DSCP})}]
     return {"srv6gw:gateway": {
         "ports": {"host": "net_af_packet0", "fabric": "net_af_packet1", "queues": 1,
                   "mbufs": 4095, "fabric-nexthop-mac": nexthop_mac, "host-mac": host_mac},
@@ -255,8 +268,38 @@ def data_psn(frame):
     return int.from_bytes(frame[off:off + 3], "big")
 
 
+def capture_probe_classes(fab, work):
+    """Captures A's fabric link for a second; returns (problems, {(source, path id): set of
+    traffic classes}) of the probes in it, read with tshark."""
+    pcap = os.path.join(work, "fa0-probes.pcap")
+    cap = subprocess.Popen(["ip", "netns", "exec", fab.ns["fa"], "tcpdump", "-U", "-n", "-q",
+                            "-i", "fa0", "-w", pcap, "ip6"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.5)
+    cap.terminate()
+    try:
+        cap.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        cap.kill()
+        cap.wait()
+    rows = rl.tshark_fields(pcap, ["ipv6.src", "ipv6.tclass", "udp.srcport", "udp.dstport"])
+    seen = {}
+    for r in rows:
+        if not r["udp.dstport"] or int(r["udp.dstport"][0]) != 62316:
+            continue
+        key = (r["ipv6.src"][0], int(r["udp.srcport"][0]) & 0x3FFF)  # source port 0xC000|path
+        seen.setdefault(key, set()).add(int(r["ipv6.tclass"][0], 0))
+    problems = []
+    for key, tc in sorted(PROBE_TC.items()):
+        if seen.get(key) != {tc}:
+            problems.append(f"probes from {key[0]} path {key[1]}: traffic class "
+                            f"{sorted(hex(v) for v in seen.get(key, ()))} on the wire, "
+                            f"expected {tc:#04x}")
+    return problems, seen
+
+
 def main():
-    gwlib.need_tools("ip")
+    gwlib.need_tools("ip", "tcpdump", "tshark")
     nl.require_root_and_netns()
     work = gwlib.workdir("probe-failover")
     fab = Fabric()
@@ -304,6 +347,12 @@ def run(fab, gws):
         if time.monotonic() > deadline or watch.poll() is not None:
             rl.fail(f"srv6gw-ctl watch did not subscribe within 60 s (exit {watch.poll()})")
         time.sleep(0.05)
+    # Acceptance 4 (issue 22): the probes' traffic class on the wire.
+    tc_problems, tc_seen = capture_probe_classes(fab, os.path.dirname(gws[0]["stats"]))
+    log("probe traffic classes on A's fabric link (tshark): " + ", ".join(
+        f"{src} path {pid}: {'/'.join(hex(v) for v in sorted(tcs))}"
+        for (src, pid), tcs in sorted(tc_seen.items())))
+    ctl_stats = ctl(gws[0], "stats")
     tx = nl.packet_socket(fab.ns["ha"], "h0")
     taps = {k: nl.packet_socket(fab.ns["fb"], f"fb{k}") for k in (1, 2)}
     hb = nl.packet_socket(fab.ns["hb"], "h0")
@@ -427,7 +476,7 @@ def run(fab, gws):
             continue
         path = int(ln.split("(path ")[1].split(")")[0])
         transitions_a.append((t, path, "down" if " down:" in ln else "up"))
-    problems = []
+    problems = list(tc_problems)
     if grpc_probe.get(victim, {}).get("state") != "PATH_STATE_DOWN":
         problems.append(f"GetStats did not report path {victim} down during the cut: "
                         f"{grpc_probe.get(victim)}")
@@ -450,6 +499,23 @@ def run(fab, gws):
     lost = [p for p in range(psn_cut, psn_restore) if p not in received]
     probe_a = stats_a.get("engine", {}).get("probe", {})
     paths_a = {p["path_id"]: p for p in probe_a.get("paths", [])}
+    for pid, (tc, source) in {1: (0x6a, "configured"), 2: (0x6a, "configured"),
+                              9: (0, "none")}.items():
+        got = (paths_a.get(pid, {}).get("traffic_class"),
+               paths_a.get(pid, {}).get("traffic_class_source"))
+        g = grpc_probe.get(pid, {})
+        got_grpc = (int(g.get("traffic_class", 0)), g.get("traffic_class_source"))
+        if got != (tc, source) or got_grpc != (tc, source):
+            problems.append(f"A's path {pid} probe traffic class: stats JSON {got}, GetStats "
+                            f"{got_grpc}, expected {(tc, source)}")
+    paths_b = {p["path_id"]: p for p in stats_b.get("engine", {}).get("probe", {}).get("paths", [])}
+    for pid in (101, 102):
+        got = (paths_b.get(pid, {}).get("traffic_class"),
+               paths_b.get(pid, {}).get("traffic_class_source"))
+        if got != (0x8a, "steering"):
+            problems.append(f"B's path {pid} probe traffic class {got}, expected (0x8a, steering)")
+    if "0x6a dscp 26 (configured)" not in ctl_stats:
+        problems.append("srv6gw-ctl stats does not show the probe traffic class:\n" + ctl_stats)
     bound_s = (PROBE["timeout-us"] + PROBE["loss-threshold"] * PROBE["interval-us"]) / 1e6
     bound = RATE_PPS * bound_s
     if first_rerouted is None:

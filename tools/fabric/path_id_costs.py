@@ -17,20 +17,25 @@ def toeplitz(data):
 def rss_queue(src, dst, nq, reta=128):
     h = toeplitz(ipaddress.IPv6Address(src).packed + ipaddress.IPv6Address(dst).packed)
     return (h % reta) % nq
-random.seed(1)
-dst = "fc00:0:bd4::"
-for paths in (4, 8, 16):
-    for nq in (4, 8):
-        today = collections.Counter(rss_queue("fc00:a::", dst, nq) for p in range(1, paths+1))
-        src = collections.Counter(rss_queue(f"fc00:a::{p:x}", dst, nq) for p in range(1, paths+1))
-        print(f"paths={paths:2d} queues={nq}: queues used today {len(today)}/{nq}, "
-              f"with path id in source {len(src)}/{nq} (max per queue {max(src.values())})")
-# LAG hashing on (src, dst, flow label): distinct hash inputs per path for 10000 flows
-flows = [random.getrandbits(20) for _ in range(10000)]
-print("flow label, source carrier: distinct labels per path", len(set(flows)), "of 10000 flows")
-print("flow label, 16-bit id in label: distinct labels per path", len(set(f & 0xF for f in flows)))
-for members in (2, 4, 8, 16, 32):
-    full = collections.Counter(f % members for f in flows)
-    red = collections.Counter((f & 0xF) % members for f in flows)
-    print(f"LAG {members:2d} members: max/mean load full label {max(full.values())/(10000/members):.2f}, "
-          f"4-bit label {max(red.values())/(10000/members):.2f}, members used {len(red)}/{members}")
+def main():
+    random.seed(1)
+    dst = "fc00:0:bd4::"
+    for paths in (4, 8, 16):
+        for nq in (4, 8):
+            today = collections.Counter(rss_queue("fc00:a::", dst, nq) for p in range(1, paths+1))
+            src = collections.Counter(rss_queue(f"fc00:a::{p:x}", dst, nq) for p in range(1, paths+1))
+            print(f"paths={paths:2d} queues={nq}: queues used today {len(today)}/{nq}, "
+                  f"with path id in source {len(src)}/{nq} (max per queue {max(src.values())})")
+    # LAG hashing on (src, dst, flow label): distinct hash inputs per path for 10000 flows
+    flows = [random.getrandbits(20) for _ in range(10000)]
+    print("flow label, source carrier: distinct labels per path", len(set(flows)), "of 10000 flows")
+    print("flow label, 16-bit id in label: distinct labels per path", len(set(f & 0xF for f in flows)))
+    for members in (2, 4, 8, 16, 32):
+        full = collections.Counter(f % members for f in flows)
+        red = collections.Counter((f & 0xF) % members for f in flows)
+        print(f"LAG {members:2d} members: max/mean load full label {max(full.values())/(10000/members):.2f}, "
+              f"4-bit label {max(red.values())/(10000/members):.2f}, members used {len(red)}/{members}")
+
+
+if __name__ == "__main__":
+    main()

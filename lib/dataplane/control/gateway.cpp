@@ -21,6 +21,7 @@
 
 #include "dataplane/worker_context.hpp"
 #include "policy/runtime.hpp"
+#include "srv6/encap.hpp"
 
 namespace srv6gw::dataplane {
 
@@ -68,6 +69,7 @@ class GatewayImpl final : public Gateway {
     for (unsigned i = 0; i < n_workers; ++i) rte_rcu_qsbr_thread_register(qsbr_, i);
     runtime_ = policy::Runtime::create(cfg, qsbr_, rte_get_tsc_hz(), SOCKET_ID_ANY, error);
     if (!runtime_) return false;
+    probe_classes_ = config::probe_classes(cfg);
     static std::atomic<unsigned> ring_serial{0};
     const std::string ring_name = "srv6gw_fb" + std::to_string(ring_serial.fetch_add(1));
     feedback_ring_ = rte_ring_create_elem(ring_name.c_str(), sizeof(FeedbackEvent),
@@ -120,6 +122,8 @@ class GatewayImpl final : public Gateway {
       w->probe_replies = probe_reply_ring_;
       w->probe_hop_limit.store(cfg.hop_limit, std::memory_order_relaxed);
       w->path_id_in_source.store(cfg.engine.path_id_in_source, std::memory_order_relaxed);
+      w->source_entropy_mask.store(srv6::source_entropy_mask(cfg.engine.source_entropy_bits),
+                                   std::memory_order_relaxed);
       workers_.push_back(std::move(w));
     }
     layouts_.resize(runtime_->slot_capacity());
@@ -145,10 +149,14 @@ class GatewayImpl final : public Gateway {
   std::optional<config::ConfigError> publish(const config::GatewayConfig& cfg,
                                              std::optional<config::ConfigError> e) {
     if (!e) {
+      // O(steering rules) only when a probed policy has no probe-dscp (docs/design/probing.md).
+      probe_classes_ = config::probe_classes(cfg);
       reflect_->enabled.store(cfg.engine.reflect, std::memory_order_relaxed);
       for (auto& w : workers_) {
         w->probe_hop_limit.store(cfg.hop_limit, std::memory_order_relaxed);
         w->path_id_in_source.store(cfg.engine.path_id_in_source, std::memory_order_relaxed);
+        w->source_entropy_mask.store(srv6::source_entropy_mask(cfg.engine.source_entropy_bits),
+                                     std::memory_order_relaxed);
       }
       std::lock_guard lock(stats_mutex_);
       refresh_layouts();
@@ -175,6 +183,7 @@ class GatewayImpl final : public Gateway {
   const config::GatewayConfig& running_config() const override {
     return runtime_->running_config();
   }
+  const std::vector<config::ProbeClass>& probe_classes() const override { return probe_classes_; }
   const policy::Runtime& runtime() const override { return *runtime_; }
 
   unsigned drain_feedback(FeedbackEvent* out, unsigned max) override {
@@ -309,6 +318,7 @@ class GatewayImpl final : public Gateway {
   mutable std::mutex stats_mutex_;  // layouts_ and baselines_ (control threads)
   std::vector<SlotLayout> layouts_;
   std::vector<std::array<PathCounter, policy::kMaxPaths>> baselines_;
+  std::vector<config::ProbeClass> probe_classes_;  // control thread (apply, the prober)
 };
 
 }  // namespace

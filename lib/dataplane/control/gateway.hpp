@@ -103,6 +103,10 @@ class Gateway {
   }
   // The configuration in force without its steering rules (policy::Runtime::running_config).
   virtual const config::GatewayConfig& running_config() const = 0;
+  // The probes' traffic class per policy of running_config().policies (same order), from the
+  // last configuration applied WITH its steering rules (config::probe_classes: the running
+  // configuration keeps none). Control thread.
+  virtual const std::vector<config::ProbeClass>& probe_classes() const = 0;
 
   // Per-policy and per-path totals summed over workers (control thread).
   struct PathStats {

@@ -214,6 +214,14 @@ inline void write_rail_source(const WorkerContext& w, uint8_t* ipv6, bool keep_p
   std::memcpy(ipv6 + 8, w.rail_source.bytes.data(), keep_path_id ? 14 : 16);
 }
 
+// engine/source-entropy-bits: the flow label's low bits into the outer source (`ipv6`: the
+// outer header just written), for a far NIC that hashes only addresses. Off: one load, one
+// branch.
+inline void spread_source(const WorkerContext& w, uint8_t* ipv6, uint32_t flow_label) {
+  const uint32_t mask = w.source_entropy_mask.load(std::memory_order_relaxed);
+  if (mask != 0) srv6::write_source_entropy(ipv6, mask, flow_label);
+}
+
 // Encapsulates one classified RoCEv2 packet of flow class `fc` (steered to fc.slot; kNoSlot:
 // a miss). Returns the mbuf to send (the same one, or a header segment chained in front of
 // it) or null when the packet was dropped or counted as a miss that the caller passes (then
@@ -307,6 +315,7 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   srv6::write_encap(t, hdr + l2_len, f);
   if (unlikely(w.rail_source_override) && p->default_source)
     write_rail_source(w, hdr + l2_len, f.tag_in_source && !t.has_srh);
+  spread_source(w, hdr + l2_len, f.flow_label);
 
   ++c.encap;
   PathCounter& pc = w.path_counters[size_t(slot) * policy::kMaxPaths + idx];

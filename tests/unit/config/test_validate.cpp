@@ -164,6 +164,24 @@ const Case kCases[] = {
        c.policies[1].source = v6("fc00:0:9::1");
      },
      kU1 + "/source-address", "must end in 16 zero bits"},
+    // engine/source-entropy-bits N: flow entropy in source bits 16..16+N-1 (issue 18).
+    {"source_entropy_bits_too_many", [](auto& c) { c.engine.source_entropy_bits = 17; },
+     "/srv6gw:gateway/engine/source-entropy-bits", "0..16"},
+    {"source_entropy_gateway_source",
+     [](auto& c) {
+       c.source = v6("fc00:0:1::80:0");  // bit 23: a /104 cannot hold 8 entropy bits
+       c.engine.source_entropy_bits = 8;
+     },
+     "/srv6gw:gateway/source-address", "must end in 24 zero bits"},
+    {"source_entropy_policy_source",
+     [](auto& c) {
+       c.source = v6("fc00:0:1::");
+       c.engine.source_entropy_bits = 4;
+       c.policies[1].source = v6("fc00:0:9::8:0");
+     },
+     kU1 + "/source-address", "a /108 or shorter"},
+    {"probe_dscp_not_a_dscp", [](auto& c) { c.policies[0].probe_dscp = 64; }, kP1 + "/probe-dscp",
+     "0..63"},
     {"host_empty", [](auto& c) { c.host_port.device.clear(); }, "/srv6gw:gateway/ports/host",
      "empty"},
     {"fabric_empty", [](auto& c) { c.fabric_port.device.clear(); }, "/srv6gw:gateway/ports/fabric",
@@ -494,6 +512,50 @@ TEST(Validate, AcceptsPathIdInSourceWithRoomInEverySource) {
   c.policies[1].source = v6("fc00:0:9::");
   auto e = validate(c);
   EXPECT_FALSE(e) << e->path << ": " << e->message;
+}
+
+TEST(Validate, AcceptsSourceEntropyWithPathIdInEverySource) {
+  GatewayConfig c = base();
+  c.engine.path_id_in_source = true;
+  c.engine.source_entropy_bits = 16;
+  c.source = v6("fc00:0:1::");
+  c.policies[1].source = v6("fc00:0:9:0:0:1::");  // a /96
+  auto e = validate(c);
+  EXPECT_FALSE(e) << e->path << ": " << e->message;
+}
+
+// The probes' traffic class: configured, else the steering rules' common DSCP match, else 0.
+TEST(ProbeClasses, ConfiguredThenSteeringThenNone) {
+  GatewayConfig c = base();
+  ASSERT_GE(c.policies.size(), 2u);
+  for (Policy& p : c.policies) p.probe_sid = v6("fc00:0:2::f");
+  auto rule_to = [&](const std::string& policy, std::optional<uint8_t> dscp) {
+    SteeringRule r;
+    r.kind = SteeringKind::prefix;
+    r.dst = ip("10.9.0.0");
+    r.prefix_len = 16;
+    r.dscp = dscp;
+    r.policy = policy;
+    c.steering.push_back(r);
+  };
+  c.steering.clear();
+  rule_to(c.policies[0].name, 26);
+  rule_to(c.policies[0].name, std::nullopt);  // no DSCP match: says nothing
+  rule_to(c.policies[0].name, 26);
+  std::vector<ProbeClass> k = probe_classes(c);
+  EXPECT_EQ(k[0].traffic_class, 26 << 2 | kProbeEcn);
+  EXPECT_EQ(k[0].source, ProbeClassSource::steering);
+  EXPECT_EQ(k[1].traffic_class, 0);
+  EXPECT_EQ(k[1].source, ProbeClassSource::none);
+  rule_to(c.policies[0].name, 10);  // the rules disagree: no derived class
+  EXPECT_EQ(probe_classes(c)[0].source, ProbeClassSource::none);
+  c.policies[0].probe_dscp = 34;  // configured wins
+  c.policies[1].probe_dscp = 0;
+  k = probe_classes(c);
+  EXPECT_EQ(k[0].traffic_class, 34 << 2 | kProbeEcn);
+  EXPECT_EQ(k[0].source, ProbeClassSource::configured);
+  EXPECT_EQ(k[1].traffic_class, kProbeEcn);
+  EXPECT_STREQ(to_string(ProbeClassSource::steering), "steering");
 }
 
 TEST(Validate, AcceptsAProbedPolicy) {

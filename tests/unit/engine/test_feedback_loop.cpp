@@ -15,8 +15,10 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "../policy/config_builder.hpp"
+#include "config/validate.hpp"
 #include "dataplane/control/gateway.hpp"
 #include "dataplane/datapath/burst.hpp"
 #include "dataplane/datapath/mbuf_span.hpp"
@@ -428,6 +430,47 @@ TEST_F(FeedbackLoop, PathIdInSourceKeepsFlowLabelEntropy) {
   }
   // 1024 flows in 2^20 labels: a handful of birthday collisions at most.
   EXPECT_GE(labels.size(), 1014u);
+}
+
+// Fabric receive spreading (engine/source-entropy-bits, issue 18) together with the path id
+// in the source: 64 flows leave A from many source addresses (8 flow-label bits in source
+// bits 16..23), each still carrying its path id in bits 0..15; B accepts (decapsulates) every
+// one of them and still attributes the CE to A's path 2 from the source's path-id bits.
+TEST_F(FeedbackLoop, PathIdInSourceWithSourceEntropy) {
+  config::GatewayConfig ca = usid_config_a(false);
+  ca.engine.source_entropy_bits = 8;
+  ASSERT_FALSE(config::validate(ca));
+  auto a = make(ca);
+  auto b = make(usid_config_b(false));
+  ASSERT_TRUE(a && b);
+  std::vector<Bytes> frames;
+  for (uint32_t qp = 0; qp < 64; ++qp) {
+    RoceSpec s;
+    s.src = kHostA;
+    s.dst = kHostB;
+    s.ecn = 2;  // ECT(0): the CE reaches the inner header (RFC 6040)
+    s.dest_qp = 0x1000 + qp;
+    s.sport = uint16_t(49152 + qp);
+    frames.push_back(test::roce_frame(s));
+  }
+  std::set<uint32_t> sources;  // the source's last 32 bits (the bits above are the locator's)
+  std::map<uint16_t, unsigned> path_ids;
+  std::vector<Bytes> to_b;
+  for (Bytes& f : run(*a, frames, true)) {
+    const uint8_t* ip6 = f.data() + 14;
+    const uint32_t label = net::load_be32(ip6) & 0xFFFFF;
+    EXPECT_EQ(net::load_be32(ip6 + 20) >> 16, label & 0xFF);  // entropy = the label's low bits
+    EXPECT_EQ(ip6[8 + 10] | ip6[8 + 11], 0);                  // above them: the locator's zeros
+    ++path_ids[source_path_id(f)];
+    sources.insert(net::load_be32(ip6 + 20));
+    to_b.push_back(any_fabric(f, {2}));
+  }
+  EXPECT_EQ(path_ids, (std::map<uint16_t, unsigned>{{1, 32}, {2, 32}}));
+  EXPECT_GE(sources.size(), 48u);  // 64 flows over 256 entropy values x 2 path ids
+  EXPECT_EQ(run(*b, to_b, false).size(), 64u);
+  FeedbackEvent ev[64];
+  ASSERT_EQ(b->drain_feedback(ev, 64), 32u);
+  for (unsigned i = 0; i < 32; ++i) EXPECT_EQ(ev[i].tag, 2);
 }
 
 TEST_F(FeedbackLoop, WithoutReflectionTheFlowsListIsBlamed) {

@@ -3,7 +3,9 @@
 // SRH layout, RFC 9800 NEXT-C-SID containers), every BuildStatus, and the per-packet patch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <set>
 #include <vector>
 
 #include "net/parse.hpp"
@@ -425,6 +427,59 @@ TEST(WriteEncap, SourceRoomForPathId) {
   EXPECT_TRUE(source_has_path_id_room(addr("fd00:1:2:3:4:5:6:0")));
   EXPECT_FALSE(source_has_path_id_room(addr("fd00::1")));
   EXPECT_FALSE(source_has_path_id_room(addr("fd00::100")));
+}
+
+// engine/source-entropy-bits (fabric receive spreading): N low flow-label bits land in source
+// bits 16..16+N-1, beside the path id in bits 0..15 (both on together, uSID without an SRH):
+// each reads back unchanged, the locator above stays ours, decapsulation accepts every
+// variant, and 64 distinct flow labels give as many distinct sources as the N bits allow.
+TEST(WriteEncap, SourceEntropyBesidePathId) {
+  const Bytes inner = test::ipv4({}, test::udp_roce(49152, 4791, {}, 64));
+  const Ipv6Addr source = addr("fd00:0:0:7::");  // /96: room for 16 path-id + 16 entropy bits
+  const std::vector<Ipv6Addr> micro_sids = {addr("fc00:0:100::"), addr("fc00:0:200::")};
+  TemplateSpec spec;
+  spec.source = source;
+  spec.sids = micro_sids;
+  spec.mode = EncapMode::usid;
+  spec.usid = {32, 16};
+  EncapTemplate t;
+  ASSERT_EQ(build_template(spec, t), BuildStatus::ok);
+  ASSERT_FALSE(t.has_srh);
+  EXPECT_EQ(source_entropy_mask(0), 0u);
+  EXPECT_EQ(source_entropy_mask(1), 0x00010000u);
+  EXPECT_EQ(source_entropy_mask(16), 0xFFFF0000u);
+  for (unsigned bits : {1u, 6u, 8u, 16u}) {
+    ASSERT_TRUE(source_has_entropy_room(source, bits)) << bits;
+    const uint32_t mask = source_entropy_mask(bits);
+    std::set<uint32_t> sources;  // the source's last 32 bits (the bits above are checked equal)
+    for (uint32_t flow = 0; flow < 64; ++flow) {
+      const uint32_t label = (flow * 0x9E3779B1u) >> 12;  // 20 bits, as the flow hash gives
+      Bytes pkt(t.size + inner.size());
+      std::memcpy(pkt.data() + t.size, inner.data(), inner.size());
+      EncapFields f;
+      f.inner_len = uint16_t(inner.size());
+      f.flow_label = label;
+      f.tag = uint16_t(0x8000 | flow);
+      f.tag_in_source = true;
+      write_encap(t, pkt.data(), f);
+      write_source_entropy(pkt.data(), mask, f.flow_label);
+      DecapResult r;
+      ASSERT_EQ(decap(pkt, LocalSidBehavior::end_dx4, r), DecapStatus::ok);
+      ASSERT_EQ(read_source_path_id(pkt.data()), f.tag);  // the path id is untouched
+      ASSERT_EQ(net::load_be32(pkt.data() + 20) >> 16, label & ((1u << bits) - 1));
+      ASSERT_TRUE(std::equal(source.bytes.begin(), source.bytes.begin() + 12, pkt.begin() + 8));
+      ASSERT_EQ(net::load_be32(pkt.data()) & 0xFFFFF, label);  // the flow label is kept
+      sources.insert(net::load_be32(pkt.data() + 20) >> 16);   // without the path id
+    }
+    // As many as the bits allow (6 bits: 62 of 64, two labels share their low 6 bits).
+    EXPECT_GE(sources.size(), std::min<size_t>(62, size_t(1) << bits)) << bits;
+  }
+  // Room: the low 16 + N bits must be zero.
+  EXPECT_TRUE(source_has_entropy_room(addr("fd00::8000:0"), 15));
+  EXPECT_FALSE(source_has_entropy_room(addr("fd00::8000:0"), 16));
+  EXPECT_FALSE(source_has_entropy_room(addr("fd00::1"), 1));
+  EXPECT_FALSE(source_has_entropy_room(addr("fd00::8:0"), 4));
+  EXPECT_TRUE(source_has_entropy_room(addr("fd00::10:0"), 4));
 }
 
 }  // namespace

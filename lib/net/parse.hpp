@@ -55,6 +55,7 @@ struct Bth {
   uint32_t dest_qp = 0;  // 24 bits
   bool ack_req = false;  // A
   uint32_t psn = 0;      // 24 bits
+  friend bool operator==(const Bth&, const Bth&) = default;
 };
 
 // Classification record. Offsets are from the start of the frame.
@@ -80,11 +81,19 @@ struct PacketInfo {
   uint16_t udp_dport = 0;
   Bth bth;
   bool is_cnp = false;  // BTH opcode 0x81
+  // Field by field (the fast path and the general walk of parse_frame give equal records).
+  friend bool operator==(const PacketInfo&, const PacketInfo&) = default;
 };
 
 // Classifies a frame that starts with an Ethernet header. On ok, every field is set; on a
 // pass-through status (not_ip, not_udp, not_roce) the fields up to the failing layer are set.
+// The common frame (untagged Ethernet, IPv4 without options, UDP 4791, BTH) takes a fast
+// path that checks and fills the same as the general walk; every other frame takes the walk.
 ParseStatus parse_frame(std::span<const uint8_t> frame, PacketInfo& info);
+
+// parse_frame without the fast path: the general walk for every frame. Same results; the
+// tests and fuzz_parse compare the two.
+ParseStatus parse_frame_general(std::span<const uint8_t> frame, PacketInfo& info);
 
 // The same starting at an IP header (used for the inner packet after decapsulation).
 // `family` selects IPv4 or IPv6. Offsets in `info` are relative to the start of `packet`.

@@ -3,7 +3,8 @@
 // bytes. Beyond "no crash, no out-of-bounds read" (ASan), it checks that every reported
 // offset lies inside the frame in header order, that parse_frame and parse_ip agree on the
 // same L3 bytes, that pass-through statuses are what they say, and that an ICRC written by
-// roce_icrc_fill is accepted by roce_icrc_valid and changes nothing but the trailer.
+// roce_icrc_fill is accepted by roce_icrc_valid and changes nothing but the trailer, and that
+// parse_frame's fast path gives the general walk's status and record.
 #include <cstring>
 #include <span>
 #include <vector>
@@ -116,6 +117,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   PacketInfo info;
   const ParseStatus st = net::parse_frame(frame, info);
+  // The fast path for the common frame decides exactly as the general walk, with the same
+  // record (for every status: a frame it does not take goes to the walk).
+  PacketInfo general;
+  FUZZ_CHECK(net::parse_frame_general(frame, general) == st);
+  FUZZ_CHECK(general == info);
   FUZZ_CHECK(info.vlan_count <= net::kMaxVlanTags);
   if (st == ParseStatus::truncated_eth) FUZZ_CHECK(size < 14);
   if (size >= 14 && st != ParseStatus::truncated_vlan && st != ParseStatus::too_many_vlans) {

@@ -509,15 +509,14 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
     const net::PacketInfo* firsts[kStageMax];
     uint32_t first_slots[kStageMax];
     unsigned n_firsts = 0;
-    if (n_roce != 0) {
+    if (n_roce != 0 && reuse_flows && last.compare) {
       classes[0] = last.cls;
       // The first packet against the carried key, every other one against the packet
       // before it (read in place: no key is built per packet).
-      if (!(reuse_flows && last.valid && same_flow(flow_key(*roce[0]), last.key)))
-        firsts[n_firsts++] = roce[0];
+      if (!(last.valid && same_flow(flow_key(*roce[0]), last.key))) firsts[n_firsts++] = roce[0];
       class_of[0] = uint8_t(n_firsts);
       for (unsigned j = 1; j < n_roce; ++j) {
-        if (!(reuse_flows && same_flow(*roce[j], *roce[j - 1]))) firsts[n_firsts++] = roce[j];
+        if (!same_flow(*roce[j], *roce[j - 1])) firsts[n_firsts++] = roce[j];
         class_of[j] = uint8_t(n_firsts);
       }
       last.key = flow_key(*roce[n_roce - 1]);
@@ -525,6 +524,22 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
       for (unsigned f = 0; f < n_firsts; ++f)
         classes[f + 1] = classify_flow(*firsts[f], first_slots[f]);
       last.cls = classes[n_firsts];
+      last.valid = true;
+      last.compare = runs_worth_comparing(n_roce, n_roce - n_firsts);
+    } else if (n_roce != 0) {
+      // Flows changed every packet lately (or the cache is off): each packet is steered and
+      // hashed as its own flow, no compare.
+      policy::steer_bulk(view.steering, roce, n_roce, first_slots);
+      for (unsigned j = 0; j < n_roce; ++j) {
+        classes[j + 1] = classify_flow(*roce[j], first_slots[j]);
+        class_of[j] = uint8_t(j + 1);
+      }
+      const net::PacketInfo& tail = *roce[n_roce - 1];
+      last.compare =
+          reuse_flows && (n_roce > 1 ? same_flow(tail, *roce[n_roce - 2])
+                                     : last.valid && same_flow(flow_key(tail), last.key));
+      last.key = flow_key(tail);
+      last.cls = classes[n_roce];
       last.valid = true;
     }
 

@@ -92,7 +92,20 @@ struct LastFlow {
   uint64_t generation = 0;  // View::generation `cls.slot` was looked up under
   uint64_t filled_tsc = 0;  // when the current generation's first entry was made
   bool valid = false;
+  // Whether the next chunk looks for runs (see runs_worth_comparing). Only a cost switch:
+  // both ways classify every packet the same.
+  bool compare = true;
 };
+
+// Comparing each packet with the one before it and sharing classes costs ~60 instructions a
+// packet when no packet repeats its predecessor's flow (traffic that changes flow every
+// packet). A chunk that compared keeps comparing while at least a quarter of its RoCEv2
+// packets were repeats; one that did not compare starts again when its last RoCEv2 packet
+// repeats the one before it (one compare per chunk), which a run of 16+ packets shows at
+// once.
+inline bool runs_worth_comparing(unsigned n_roce, unsigned n_repeats) {
+  return n_repeats * 4 >= n_roce;
+}
 
 // Start of a burst under `generation` at TSC `now`: drops the entry when the view changed
 // or the entry is too old.

@@ -669,6 +669,36 @@ TEST_F(PipelineTest, CachedClassificationMatchesUncachedOnRunsOfFlows) {
   }
 }
 
+// The compare is a cost switch (flow_cache.hpp, runs_worth_comparing): a burst whose every
+// packet is a new flow turns it off, a run of one flow turns it back on; the outputs are
+// those of the uncached worker either way (CachedClassificationMatchesUncachedOnRunsOfFlows).
+TEST_F(PipelineTest, FlowCompareStopsOnChangingFlowsAndResumesOnARun) {
+  create(flow_cache_config());
+  auto burst = [&](bool one_flow) {
+    rte_mbuf* in[kBurstSize];
+    rte_mbuf* out[kBurstSize];
+    for (uint32_t i = 0; i < kBurstSize; ++i) {
+      RoceSpec s;
+      s.dst = "10.0.1.9";
+      s.dest_qp = one_flow ? 0x55 : 0x1000 + i;
+      in[i] = mbuf(test::roce_frame(s));
+    }
+    const uint16_t n = process_host_burst(*w_, in, kBurstSize, out);
+    EXPECT_EQ(n, kBurstSize);
+    for (uint16_t i = 0; i < n; ++i) rte_pktmbuf_free(out[i]);
+  };
+  EXPECT_TRUE(w_->last_flow.compare);
+  burst(false);
+  EXPECT_FALSE(w_->last_flow.compare);
+  burst(false);
+  EXPECT_FALSE(w_->last_flow.compare);
+  burst(true);
+  EXPECT_TRUE(w_->last_flow.compare);
+  burst(true);
+  EXPECT_TRUE(w_->last_flow.compare);
+  EXPECT_EQ(counters(*w_).encap, 4u * kBurstSize);
+}
+
 TEST_F(PipelineTest, CachedFlowFollowsTheNextPublishedSteering) {
   auto cfg = flow_cache_config();
   create(cfg);

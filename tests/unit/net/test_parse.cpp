@@ -627,6 +627,64 @@ TEST(Parse, StaleRecordGivesTheSameResultAsAFreshOne) {
   }
 }
 
+// parse_frame's fast path (untagged IPv4 without options, UDP 4791, BTH) must decide exactly
+// as the general walk and give the same record: every truncation and every single-bit flip of
+// the first 62 bytes of common frames (each check of the fast path sits there), tagged, IPv6
+// and option-carrying frames, and a range of IP and UDP lengths against the frame's.
+TEST(Parse, FastPathGivesTheGeneralWalksStatusAndRecord) {
+  std::vector<Bytes> bases;
+  for (const Row& row : rows()) bases.push_back(row.frame);
+  Ipv4Fields ip;
+  ip.tos = 0x6B;
+  ip.ttl = 3;
+  BthFields b;
+  b.opcode = 0x81;
+  b.byte1 = 0xF0;
+  b.byte4 = 0xC0;
+  b.byte8 = 0x80;
+  b.dest_qp = 0x123456;
+  b.psn = 0xABCDEF;
+  bases.push_back(v4_roce_frame(ip, b, 40, 0xC001));
+  bases.push_back(v4_roce_frame({}, {}, 0));
+  bases.push_back(v6_roce_frame());
+  std::vector<Bytes> frames = bases;
+  for (const Bytes& base : bases) {
+    for (size_t len = 0; len < base.size(); ++len)
+      frames.emplace_back(base.begin(), base.begin() + long(len));
+    Bytes padded = base;
+    padded.resize(base.size() + 20, 0);
+    frames.push_back(padded);
+    for (size_t byte = 0; byte < std::min<size_t>(base.size(), 62); ++byte)
+      for (unsigned bit = 0; bit < 8; ++bit) {
+        Bytes f = base;
+        f[byte] ^= uint8_t(1u << bit);
+        frames.push_back(f);
+      }
+  }
+  // IP total length and UDP length around the frame's and each other's.
+  const Bytes v4 = v4_roce_frame({}, {}, 40);
+  for (int d_ip = -30; d_ip <= 8; ++d_ip)
+    for (int d_udp = -30; d_udp <= 8; d_udp += 2) {
+      Bytes f = v4;
+      const uint16_t total = uint16_t(int(f[16] << 8 | f[17]) + d_ip);
+      const uint16_t udp = uint16_t(int(f[38] << 8 | f[39]) + d_udp);
+      f[16] = uint8_t(total >> 8), f[17] = uint8_t(total);
+      f[38] = uint8_t(udp >> 8), f[39] = uint8_t(udp);
+      frames.push_back(f);
+    }
+  size_t ok = 0;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const Bytes f(frames[i].begin(), frames[i].end());  // exact size: ASan sees any overread
+    PacketInfo fast, general;
+    const ParseStatus want = parse_frame_general(f, general);
+    ASSERT_EQ(parse_frame(f, fast), want) << "frame " << i;
+    expect_same_info(fast, general, "frame " + std::to_string(i) + " " + to_string(want));
+    if (HasFailure()) return;
+    ok += want == ParseStatus::ok;
+  }
+  EXPECT_GT(ok, 500u);
+}
+
 // ---- flow label ----------------------------------------------------------------------------
 
 uint32_t crc32c_bitwise(uint32_t crc, const uint8_t* p, size_t n) {

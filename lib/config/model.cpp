@@ -151,12 +151,15 @@ std::string rail_local_sid_path(std::string_view rail, const net::Ipv6Addr& sid)
 
 std::vector<Rail> effective_rails(const GatewaySettings& cfg) {
   if (!cfg.rails.empty()) return cfg.rails;
-  Rail r;
-  r.name = kImplicitRailName;
+  // The name is move-assigned: assigning the literal trips gcc 12's -Wrestrict false positive
+  // (GCC PR 105329) at -O3.
+  std::vector<Rail> rails(1);
+  Rail& r = rails.front();
+  r.name = std::string(kImplicitRailName);
   r.host_port = cfg.host_port;
   r.fabric_port = cfg.fabric_port;
   r.queues = cfg.queues;
-  return {r};  // source, MACs: the gateway-wide ones; local SIDs: the shared list
+  return rails;  // source, MACs: the gateway-wide ones; local SIDs: the shared list
 }
 
 net::Ipv6Addr rail_source(const GatewaySettings& cfg, const Rail& rail) {

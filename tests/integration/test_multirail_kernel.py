@@ -211,7 +211,7 @@ def main():
 
         # The kernel node answers some of the End.DX4 packets with ICMP errors toward the host
         # (rate-limited, a handful): the gateway decapsulates those too, to the right host.
-        # Count them so the per-rail decap counter can be checked exactly.
+        # Count those seen so far; the per-rail decap check below allows for later ones.
         icmp_back = {n: len(nl.capture(host_rx[n], 1000, lambda fr: fr[12:14] == b"\x08\x00",
                                        timeout=0.5)) for n in RAILS}
         # kernel -> host: UDP from each kernel node, encapsulated by its seg6 route
@@ -248,10 +248,15 @@ def main():
             if rs is None:
                 failures.append(f"no rail {name} in the statistics")
                 continue
+            # The kernel's ICMP errors may also come after the window above (an unresolved
+            # neighbour answers only when its resolution times out, ~3 s): up to one per
+            # End.DX4 packet beyond the ones seen. Which host they reach is checked above.
             want_decap = rail["count"] + icmp_back[name]
-            if rs["encap"] != rail["count"] or rs["decap"] != want_decap:
+            if rs["encap"] != rail["count"] or not (
+                    want_decap <= rs["decap"] <= want_decap + rail["count"]):
                 failures.append(f"rail {name}: encap {rs['encap']} decap {rs['decap']}, expected "
-                                f"{rail['count']} and {want_decap} ({icmp_back[name]} ICMP)")
+                                f"{rail['count']} and {want_decap}..{want_decap + rail['count']} "
+                                f"({icmp_back[name]} ICMP seen)")
         log(f"elapsed {time.monotonic() - started:.1f} s")
         if failures:
             log(out[-4000:])

@@ -300,10 +300,20 @@ class LeafSpineFabric(fl.NamespacePlumbing):
         # Killed at exit: it inherits the test's stdout, and meson waits for every holder of
         # that pipe, so a failed test whose sink kept running hung until meson's timeout.
         gwlib._procs.append(p)
-        deadline = time.monotonic() + 10
+        # 30 s: opening its packet ring waits for a kernel RCU grace period, which took over
+        # 10 s in CI with four busy-polling gateways on two cores.
+        deadline = time.monotonic() + 30
         while not os.path.exists(path):
             if p.poll() is not None or time.monotonic() > deadline:
-                rl.fail(f"roce-sink in {g.host} did not start: {p.stderr.read()}")
+                # Stopped first: reading the stderr of a running sink would wait for its end
+                # (a CI run hung here until meson's 600 s timeout).
+                if p.poll() is None:
+                    p.kill()
+                try:
+                    _, err = p.communicate(timeout=10)
+                except subprocess.TimeoutExpired:
+                    err = "(no output)"
+                rl.fail(f"roce-sink in {g.host} did not start within 30 s: {err}")
             time.sleep(0.05)
         return {"p": p, "path": path}
 

@@ -143,8 +143,8 @@ struct LocalSid {
 
 // Lossless forwarding (container ports/lossless, docs/design/lossless.md).
 struct LosslessConfig {
-  bool enabled = false;  // opt-in: controller-fabric failed in CI with it on (lossless.md)
-  uint16_t backlog_frames = 512;        // per direction and worker
+  bool enabled = false;           // opt-in: controller-fabric failed in CI with it on (lossless.md)
+  uint16_t backlog_frames = 512;  // per direction and worker
   uint16_t ecn_threshold_frames = 128;  // 0 = no CE marking
   uint32_t storm_bound_ms = 200;        // pause-storm watchdog
   // 802.1Qbb priorities made lossless on both ports (PFC), 0..7, each once; RoCE's is

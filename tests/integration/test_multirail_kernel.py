@@ -160,7 +160,8 @@ def main():
         eal[eal.index("-l"):eal.index("-l") + 2] = ["--lcores", "(0-2)@(0-1)"]
         gw = gwlib.start_logged("gateway", work, eal,
                                 ["--config", cfg_path, "--stats-json", stats_json],
-                                enter=nl.open_in_netns(t.ns["gw"]))
+                                enter=nl.open_in_netns(t.ns["gw"]),
+                                timeout=60)  # 4 ports, 2 workers on 2 cores; 3-10x under ASan
         p = gw["p"]
         time.sleep(0.5)  # both workers polling
         log(f"gateway up after {time.monotonic() - started:.1f} s")
@@ -240,7 +241,7 @@ def main():
             if stray:
                 failures.append(f"rail {name}'s return traffic reached rail {other}'s host")
 
-        stats, out, err = gwlib.stop_checked(gw, stats_json, timeout=20)
+        stats, out, err = gwlib.stop_checked(gw, stats_json, timeout=40)
         p = None
         rails = {r["name"]: r for r in stats["rails"]}
         for name, rail in RAILS.items():

@@ -33,6 +33,7 @@
 import ctypes
 import json
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -108,7 +109,7 @@ def build_dissector(work):
     obj = os.path.join(work, "addr_only.o")
     multiarch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True)
     inc = ["-I", f"/usr/include/{multiarch.stdout.strip()}"] if multiarch.returncode == 0 else []
-    r = subprocess.run(["clang", "-O2", "-target", "bpf"] + inc +
+    r = subprocess.run([shutil.which("clang") or "clang-14", "-O2", "-target", "bpf"] + inc +
                        ["-c", os.path.join(HERE, "addr_only_flow_dissector.c"), "-o", obj],
                        capture_output=True, text=True, timeout=120)
     if r.returncode != 0:

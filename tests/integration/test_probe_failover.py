@@ -275,6 +275,16 @@ def capture_probe_classes(fab, work):
     cap = subprocess.Popen(["ip", "netns", "exec", fab.ns["fa"], "tcpdump", "-U", "-n", "-q",
                             "-i", "fa0", "-w", pcap, "ip6"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # tcpdump writes the file's header once it captures; under CI load starting it (netns exec,
+    # BPF filter compile) has taken more than the 1.5 s window, which left no file at all.
+    deadline = time.monotonic() + 30
+    while not os.path.exists(pcap) and cap.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not os.path.exists(pcap):
+        cap.kill()
+        cap.wait()
+        rl.fail(f"tcpdump on {fab.ns['fa']}/fa0 did not start capturing within 30 s "
+                f"(exit {cap.returncode})")
     time.sleep(1.5)
     cap.terminate()
     try:

@@ -25,6 +25,7 @@
 import atexit
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -109,8 +110,41 @@ class NamespacePlumbing:
 
     def _cleanup_at_exit(self):
         atexit.register(self.cleanup)
+        self._reap_dead_runs()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, self._on_signal)
+
+    def _reap_dead_runs(self):
+        """Deletes the namespaces a killed earlier run of this kind of fabric left (meson's
+        SIGKILL after a timeout skips atexit): their root-namespace veths keep routes to the
+        same management addresses and would steal this run's traffic. A namespace is this
+        kind's when its name is this run's prefix with another run's tag; that run is dead
+        when no live process has that tag (pid % 100000). Processes still inside (gateways
+        whose parent died) are killed first, or the namespace would outlive its name."""
+        mine = next(iter(self.ns.values()))
+        m = re.match(r"^([a-z]+)(\d+)", mine)
+        if not m:
+            return
+        prefix, tag = m.group(1), m.group(2)
+        # Any count of spines or hosts: the digits of a role name are not part of its kind.
+        roles = "|".join(sorted({re.sub(r"\d+", r"\\d+", re.escape(r)) for r in self.ns}))
+        pattern = re.compile(rf"^{prefix}(\d+)({roles})$")
+        live = {pid % 100000 for pid in (int(d) for d in os.listdir("/proc") if d.isdigit())}
+        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        for line in listed.splitlines():
+            name = line.split()[0] if line.split() else ""
+            hit = pattern.match(name)
+            if not hit or hit.group(1) == tag or int(hit.group(1)) in live:
+                continue
+            pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True,
+                                  text=True).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+            print(f"removed namespace {name} left by a dead earlier run", file=sys.stderr)
 
     def _on_signal(self, signum, _frame):
         if signum == signal.SIGTERM:  # meson's timeout: say where the test hung
@@ -536,10 +570,13 @@ class Receiver:
         if not answer_ce:
             cmd.append("--no-cnp")
         self.p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while not os.path.exists(self.path):
             if self.p.poll() is not None or time.monotonic() > deadline:
-                rl.fail(f"roce-sink did not start: {self.p.stderr.read()}")
+                if self.p.poll() is None:  # still running: its stderr would block the read
+                    self.p.kill()
+                    self.p.wait()
+                rl.fail(f"roce-sink did not start within 30 s: {self.p.stderr.read()}")
             time.sleep(0.05)
         self.t0 = time.monotonic()
 

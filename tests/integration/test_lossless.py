@@ -115,7 +115,34 @@ def wait_out(p, what, timeout, with_err=False):
 
 def run(tmp, name, cfg, producer, sink):
     """Gateway (memif servers), then consumer and producer (clients). Returns the gateway's
-    stats, the producer's and the consumer's reports."""
+    stats, the producer's and the consumer's reports. A run whose memif link never came up is
+    started again (twice at most): DPDK 22.11's memif client has been seen, on a loaded
+    machine, to connect its socket and never finish the handshake, so nothing flows at all;
+    that is the PMD's, not the gateway's, and the retry is printed."""
+    for attempt in range(3):
+        result = run_once(tmp, name if attempt == 0 else f"{name}-retry{attempt}", cfg,
+                          producer, sink)
+        if result is not None:
+            return result
+        print(f"{name}: a memif link did not come up; starting the run again", flush=True)
+    gwlib.fail(f"{name}: a memif link did not come up in 3 attempts")
+
+
+def stop_all(procs):
+    """Kills what still runs and prints each one's output; returns {name: stderr}."""
+    errs = {}
+    for p, what in procs:
+        if p.poll() is None:
+            p.kill()
+        out, err = p.communicate()
+        errs[what] = err or ""
+        print(f"--- {what} (exit {p.returncode}) ---\n{(out or '')[-3000:]}"
+              f"\n{errs[what][-3000:]}", flush=True)
+    return errs
+
+
+def run_once(tmp, name, cfg, producer, sink):
+    """One attempt of run(); None when a client's link stayed down."""
     sock_h, sock_f = os.path.join(tmp, f"{name}-h.sock"), os.path.join(tmp, f"{name}-f.sock")
     gw_prefix = gwlib.unique_prefix(f"ll_gw_{name}")
     stats = os.path.join(tmp, f"{name}-stats.json")
@@ -129,14 +156,15 @@ def run(tmp, name, cfg, producer, sink):
     sink_cmd = [SINK] + eal(gwlib.unique_prefix(f"ll_sink_{name}"),
                             [f"net_memif1,role=client,id=1,socket={sock_f},socket-abstract=no"], "0") + \
         ["--", "--port", "net_memif1", "--report-json", sink_report, "--linger-s", "60",
-         "--timeout-s", str(RUN_S)] + sink
+         "--timeout-s", str(RUN_S), "--wait-link-s", "20"] + sink
     print("+ " + " ".join(sink_cmd), flush=True)
     sk = subprocess.Popen(sink_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     gwlib._procs.append(sk)
     gen_report = os.path.join(tmp, f"{name}-gen.json")
     gen_cmd = [ROCE_GEN] + eal(gwlib.unique_prefix(f"ll_gen_{name}"),
                                [f"net_memif0,role=client,id=0,socket={sock_h},socket-abstract=no"], "1") + \
-        ["--", "--tx-port", "net_memif0", "--report-json", gen_report, "--linger", "60"] + \
+        ["--", "--tx-port", "net_memif0", "--report-json", gen_report, "--linger", "60",
+         "--wait-link", "20"] + \
         GEN_ARGS + producer
     print("+ " + " ".join(gen_cmd), flush=True)
     time.sleep(0.5)  # the sink connects first: frames sent before its link is up would be lost
@@ -145,7 +173,22 @@ def run(tmp, name, cfg, producer, sink):
     # The consumer writes its report when done and keeps its port open (--linger-s): the
     # gateway is stopped first (what it holds would be lost with it otherwise), then the
     # clients, which own the memif rings' memory, go away.
-    gwlib.check(gwlib.wait_for_file(sink_report, RUN_S), "lossless-sink did not finish")
+    # The sink's own --timeout-s starts after its EAL init, which a loaded machine stretches:
+    # wait somewhat longer than it, and on failure show what each of the three said.
+    procs = ((gw, "srv6gw"), (sk, "lossless-sink"), (gen, "roce-gen"))
+    deadline = time.monotonic() + RUN_S + 30
+    while not os.path.exists(sink_report):
+        sink_link_down = sk.poll() == 3
+        gen_failed = gen.poll() is not None and gen.returncode != 0
+        if sink_link_down or gen_failed:
+            errs = stop_all(procs)
+            if sink_link_down or "not up within" in errs["roce-gen"]:
+                return None
+            gwlib.fail(f"{name}: roce-gen exited {gen.returncode} before the sink finished")
+        if time.monotonic() > deadline:
+            stop_all(procs)
+            gwlib.fail(f"{name}: lossless-sink wrote no report within {RUN_S + 30} s")
+        time.sleep(0.1)
     time.sleep(0.2)
     gw.send_signal(2)
     _, gw_err = wait_out(gw, "srv6gw", 60, with_err=True)

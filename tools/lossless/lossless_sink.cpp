@@ -42,14 +42,18 @@ struct Options {
   // Seconds to keep the port open after the report (until SIGINT/SIGTERM): the gateway, a
   // memif server, is stopped before its client goes away.
   double linger_s = 0;
+  // Seconds to wait for the port's link after start (0: do not wait); exit 3 if it stays
+  // down, so a harness can tell a memif handshake that never completed from a slow gateway.
+  double wait_link_s = 0;
 };
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "lossless-sink: %s\nusage: lossless-sink EAL... -- --port NAME [--rate-pps N] "
-               "[--pcap FILE] [--idle-ms MS] [--timeout-s S] [--pause-after N --pause-ms MS] "
-               "[--tx-pcap FILE --tx-rate-pps N] [--report-json FILE] [--linger-s S]\n",
-               why);
+  std::fprintf(
+      stderr,
+      "lossless-sink: %s\nusage: lossless-sink EAL... -- --port NAME [--rate-pps N] "
+      "[--pcap FILE] [--idle-ms MS] [--timeout-s S] [--pause-after N --pause-ms MS] "
+      "[--tx-pcap FILE --tx-rate-pps N] [--report-json FILE] [--linger-s S] [--wait-link-s S]\n",
+      why);
   std::exit(2);
 }
 
@@ -83,6 +87,8 @@ Options parse(int argc, char** argv) {
       o.report_json = value();
     else if (a == "--linger-s")
       o.linger_s = std::stod(value());
+    else if (a == "--wait-link-s")
+      o.wait_link_s = std::stod(value());
     else
       usage(("unknown option " + a).c_str());
   }
@@ -160,6 +166,20 @@ int main(int argc, char** argv) {
       rte_eth_tx_queue_setup(port, 0, 1024, SOCKET_ID_ANY, nullptr) != 0 ||
       rte_eth_dev_start(port) != 0)
     usage("port setup failed");
+  if (o.wait_link_s > 0) {
+    const uint64_t until =
+        rte_get_timer_cycles() + uint64_t(o.wait_link_s * double(rte_get_timer_hz()));
+    rte_eth_link link{};
+    while ((rte_eth_link_get_nowait(port, &link) != 0 || link.link_status != RTE_ETH_LINK_UP) &&
+           g_stop == 0) {
+      if (rte_get_timer_cycles() > until) {
+        std::fprintf(stderr, "lossless-sink: link of %s not up within %.1f s\n", o.port.c_str(),
+                     o.wait_link_s);
+        return 3;
+      }
+      rte_delay_us_sleep(10000);
+    }
+  }
 
   const std::vector<std::vector<uint8_t>> tx_frames =
       o.tx_pcap.empty() ? std::vector<std::vector<uint8_t>>{} : read_pcap(o.tx_pcap);

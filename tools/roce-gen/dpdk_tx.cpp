@@ -100,6 +100,18 @@ void sleep_ns(uint64_t ns) {
   nanosleep(&ts, nullptr);
 }
 
+bool wait_link_up(uint16_t port, double seconds) {
+  const uint64_t hz = rte_get_timer_hz();
+  const uint64_t until = rte_get_timer_cycles() + uint64_t(seconds * double(hz));
+  for (;;) {
+    rte_eth_link link{};
+    if (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_UP)
+      return true;
+    if (rte_get_timer_cycles() > until) return false;
+    sleep_ns(10'000'000);
+  }
+}
+
 }  // namespace
 
 void request_tx_stop() {
@@ -127,6 +139,16 @@ bool run_dpdk_tx(Generator& gen, const TxOptions& o, TxReport& report, std::stri
     return false;
   }
   if (!setup_port(port, o, pool, error)) {
+    rte_mempool_free(pool);
+    return false;
+  }
+
+  if (o.wait_link_s > 0 && !wait_link_up(port, o.wait_link_s)) {
+    char within[32];
+    std::snprintf(within, sizeof within, "%.1f", o.wait_link_s);
+    error = "link of " + o.port + " not up within " + within +
+            " s (a net_memif peer that never completed its handshake?)";
+    rte_eth_dev_stop(port);
     rte_mempool_free(pool);
     return false;
   }

@@ -22,6 +22,9 @@ struct TxOptions {
   // Seconds to keep the port open (RX drained and counted) after the last frame: a memif
   // peer loses the frames still in rings this process owns when it exits.
   double linger_s = 0;
+  // Seconds to wait for the port's link before the first frame (0: do not wait). A net_memif
+  // client whose handshake never completes sends nothing: say so instead of retrying forever.
+  double wait_link_s = 0;
   uint16_t burst = 32;    // frames per rte_eth_tx_burst
   uint32_t mbufs = 4095;  // pool size
   uint16_t tx_descriptors = 1024;

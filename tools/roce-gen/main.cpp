@@ -265,6 +265,10 @@ int main(int argc, char** argv) {
               "seconds to keep the port open after the last frame (RX still counted): rings "
               "this process owns (net_memif client) drain into the peer")
       ->group(tx_group);
+  add_seconds(app, "--wait-link", tx.wait_link_s,
+              "seconds to wait for the port's link before sending; fail if it stays down "
+              "(default 0: do not wait)")
+      ->group(tx_group);
   add_number(app, "--burst", tx.burst, 256, "frames per TX burst (default 32)")->group(tx_group);
   add_number(app, "--mbufs", tx.mbufs, 1u << 24, "mbuf pool size (default 4095)")->group(tx_group);
   app.add_option("--report-json", report_json, "write the transmit report as JSON")

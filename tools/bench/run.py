@@ -343,31 +343,22 @@ class TrafficCache:
             die(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()}")
 
     def host_pcap(self, size, traffic="random"):
-        if traffic == "rdma":
-            return self.rdma_host_pcap(size)
-        key = ("host", size)
+        """Host-side RoCEv2 traffic of `size`-byte frames. "random": write-middle frames, a QP
+        drawn at random for every packet (every frame has exactly the asked size; requests and
+        ACKs would not). "rdma": realistic RDMA traffic (issue 17): each randomly picked QP
+        sends one whole RDMA WRITE message of --rdma-messages packets back to back (first,
+        middle..., last), then the next QP. Same hosts, QPs, frame count and seed."""
+        key = (traffic, size)
         if key not in self.done:
             a = self.args
-            path = os.path.join(self.dir, f"host-{size}.pcap")
-            # write-middle frames: every frame has exactly the asked size (requests/ACKs would not).
+            name, kind = ((f"rdma-{size}.pcap", ["--opcodes", "writes", "--message-packets",
+                                                 a.rdma_messages])
+                          if traffic == "rdma" else
+                          (f"host-{size}.pcap", ["--opcodes", "write-middle"]))
+            path = os.path.join(self.dir, name)
             self._run([self.tools.roce_gen, "-q", "-o", path, "--hosts", str(a.hosts), "--qps",
                        str(a.qps), "--count", str(a.pcap_frames), "--size", str(size), "--family",
-                       a.family, "--opcodes", "write-middle", "--seed", "7"])
-            self.done[key] = path
-        return self.done[key]
-
-    def rdma_host_pcap(self, size):
-        """Realistic RDMA traffic (issue 17): each randomly picked QP sends one whole message
-        of --rdma-messages packets back to back (write first, middle..., last) before the next
-        QP is picked; same hosts, QPs, frame count and seed as the random-QP traffic."""
-        key = ("rdma", size)
-        if key not in self.done:
-            a = self.args
-            path = os.path.join(self.dir, f"rdma-{size}.pcap")
-            self._run([self.tools.roce_gen, "-q", "-o", path, "--hosts", str(a.hosts), "--qps",
-                       str(a.qps), "--count", str(a.pcap_frames), "--size", str(size), "--family",
-                       a.family, "--opcodes", "writes", "--message-packets", a.rdma_messages,
-                       "--seed", "7"])
+                       a.family, "--seed", "7"] + kind)
             self.done[key] = path
         return self.done[key]
 

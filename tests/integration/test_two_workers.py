@@ -17,9 +17,9 @@
 #     port's ipackets = frames sent = frames received on the fabric side; each worker's own
 #     rx_host = encap (no drop); the path counters sum to encap; no mbuf leaked;
 #   - publication under churn with two readers: every frame received carries, as its outer
-#     destination and SRH, a segment list that some Apply published (no mix of two versions),
-#     around the inner packet sent (UDP, BTH and payload byte for byte), and frames of more
-#     than one published version arrived while traffic ran;
+#     destination, SRH Tag (path id) and SRH segments, a segment list that some Apply
+#     published (no mix of two versions), around the inner packet sent (UDP, BTH and payload
+#     byte for byte), and frames of more than one published version arrived while traffic ran;
 #   - the gateway exits 0 on SIGTERM.
 # Needs root and network namespaces (exits 77 otherwise). About 10 s on a normal build.
 # Busy-polling daemon test, run alone (is_parallel false in meson.build).
@@ -71,10 +71,10 @@ def policy_change(policy, variant):
                               "segment_lists": lists}}
 
 
-def published_key(sids):
+def published_key(sids, path_id):
     """What an H.Encaps frame of this list carries: outer destination = the first SID, the SRH
-    holds the list last SID first."""
-    return (socket.inet_pton(socket.AF_INET6, sids[0]),
+    Tag = the list's path id, the SRH's segments the list last SID first."""
+    return (socket.inet_pton(socket.AF_INET6, sids[0]), path_id,
             b"".join(socket.inet_pton(socket.AF_INET6, s) for s in reversed(sids)))
 
 
@@ -176,7 +176,7 @@ class Churn(threading.Thread):
     def __init__(self, sock):
         super().__init__(daemon=True)
         self.sock = sock
-        self.published = {published_key(sids_of(p, 0, pid)) for p, pids in POLICIES.items()
+        self.published = {published_key(sids_of(p, 0, pid), pid) for p, pids in POLICIES.items()
                           for pid in pids}
         self.applies = 0
         self.error = None
@@ -203,7 +203,7 @@ class Churn(threading.Thread):
                 # Recorded before the Apply: frames may carry it as soon as it is published.
                 for p, pids in POLICIES.items():
                     for pid in pids:
-                        self.published.add(published_key(sids_of(p, variant, pid)))
+                        self.published.add(published_key(sids_of(p, variant, pid), pid))
                 r = self.ctl("apply", "-f", "-", stdin=json.dumps({"changes": changes}))
                 if r.returncode != 0:
                     self.error = f"apply {variant}: exit {r.returncode}: {r.stderr.strip()}"
@@ -224,10 +224,10 @@ def check_frames(frames, traffic, published):
         srh_len = 8 + 8 * fr[55]
         n = fr[58] + 1  # last entry + 1 segments
         segments = fr[62:62 + 16 * n]
-        key = (fr[38:54], segments)
+        key = (fr[38:54], int.from_bytes(fr[60:62], "big"), segments)
         if key not in published:
             problems.append(f"segment list never published: destination {fr[38:54].hex()}, "
-                            f"SRH {segments.hex()}")
+                            f"tag {key[1]}, SRH {segments.hex()}")
             continue
         lists.add(key)
         inner = fr[54 + srh_len:]

@@ -342,15 +342,23 @@ class TrafficCache:
         if res.returncode != 0:
             die(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()}")
 
-    def host_pcap(self, size):
-        key = ("host", size)
+    def host_pcap(self, size, traffic="random"):
+        """Host-side RoCEv2 traffic of `size`-byte frames. "random": write-middle frames, a QP
+        drawn at random for every packet (every frame has exactly the asked size; requests and
+        ACKs would not). "rdma": realistic RDMA traffic (issue 17): each randomly picked QP
+        sends one whole RDMA WRITE message of --rdma-messages packets back to back (first,
+        middle..., last), then the next QP. Same hosts, QPs, frame count and seed."""
+        key = (traffic, size)
         if key not in self.done:
             a = self.args
-            path = os.path.join(self.dir, f"host-{size}.pcap")
-            # write-middle frames: every frame has exactly the asked size (requests/ACKs would not).
+            name, kind = ((f"rdma-{size}.pcap", ["--opcodes", "writes", "--message-packets",
+                                                 a.rdma_messages])
+                          if traffic == "rdma" else
+                          (f"host-{size}.pcap", ["--opcodes", "write-middle"]))
+            path = os.path.join(self.dir, name)
             self._run([self.tools.roce_gen, "-q", "-o", path, "--hosts", str(a.hosts), "--qps",
                        str(a.qps), "--count", str(a.pcap_frames), "--size", str(size), "--family",
-                       a.family, "--opcodes", "write-middle", "--seed", "7"])
+                       a.family, "--seed", "7"] + kind)
             self.done[key] = path
         return self.done[key]
 
@@ -610,23 +618,36 @@ def build_points(args):
     return points
 
 
+def rdma_points(args):
+    """The base point again on realistic RDMA traffic (issue 17: QPs interleaved, each sending
+    messages of --rdma-messages back-to-back packets) instead of a random QP every packet: the
+    traffic the per-worker flow cache is for. None with --rdma-messages ''."""
+    if not args.rdma_messages:
+        return []
+    spec = {"direction": "encap", "frame": args.base_frame, "sids": args.base_sids,
+            "steering": args.base_steering, "mode": args.base_mode, "encap": args.base_encap,
+            "paths": args.paths, "traffic": "rdma", "messages": args.rdma_messages}
+    return [{"spec": spec, "sweeps": ["rdma"]}]
+
+
 def point_name(spec):
     if spec["direction"] == "decap":
         return f"decap {spec['frame']}B {spec['sids']}sid"
+    rdma = f" rdma {spec['messages']}" if spec.get("traffic") == "rdma" else ""
     return (f"{spec['frame']}B {spec['sids']}sid {human_count(spec['steering'])} "
-            f"{spec['mode']} {spec['encap']}")
+            f"{spec['mode']} {spec['encap']}{rdma}")
 
 
 def run_point(tools, traffic, args, hugepages, point, idx, workdir):
     spec = point["spec"]
     tag = f"p{idx}"
     if spec["direction"] == "encap":
-        pcap = traffic.host_pcap(spec["frame"])
+        pcap = traffic.host_pcap(spec["frame"], spec.get("traffic", "random"))
         host_dev, fabric_dev = "net_pcap0", "net_null0"
     else:
         pcap = traffic.fabric_pcap(spec["frame"], spec["sids"])
         host_dev, fabric_dev = "net_null0", "net_pcap0"
-    flows = roce_flows(traffic.host_pcap(spec["frame"]))
+    flows = roce_flows(traffic.host_pcap(spec["frame"], spec.get("traffic", "random")))
     cfg = os.path.join(workdir, f"{tag}-config.json")
     n_rules = make_config(spec, flows, cfg, host_dev, fabric_dev, args.pcap_frames)
     # Memory without hugepages: pools (~21k x 5 KB) plus about 100 B per exact entry.
@@ -842,6 +863,58 @@ def render_markdown(results, png_rel, results_rel):
     return "\n".join(L)
 
 
+def add_ns_per_packet(results):
+    """Nanoseconds per packet beside the cycle figures of every measured point (cycles / TSC
+    MHz of the run, which testpmd reports): TSC cycles do not compare across machines,
+    nanoseconds do."""
+    mhz = results.get("tsc_mhz")
+    if not mhz:
+        return
+    for p in results["points"]:
+        if "ratio" not in p:
+            continue
+        ns = {"testpmd": p["testpmd"].get("cycles_per_packet"),
+              "srv6gw": p["srv6gw"].get("cycles_per_packet"),
+              "srv6gw_pipeline": p["srv6gw"].get("pipeline_cycles_per_packet"),
+              "pipeline_bench": p.get("pipeline_bench", {}).get("pipeline_cycles_per_packet")}
+        p["ns_per_packet"] = {k: round(v * 1e3 / mhz, 2) for k, v in ns.items() if v is not None}
+
+
+def rdma_notes(args):
+    if not args.rdma_messages:
+        return []
+    return [f"The rdma point: the base configuration on `roce-gen --message-packets "
+            f"{args.rdma_messages} --opcodes writes` traffic (same hosts, QPs, frame count and "
+            "seed): each randomly picked QP sends one whole RDMA WRITE message (first, middle..., "
+            "last) of that many back-to-back packets, then the next QP; its exact rules are its "
+            "own flows plus fillers. ns/packet (results.json `ns_per_packet`) = cycles / the "
+            "run's TSC MHz."]
+
+
+def rdma_headline(results):
+    """The realistic RDMA point beside the base point (same configuration, other traffic)."""
+    out = []
+    for p in results["points"]:
+        if p.get("traffic") != "rdma" or "ratio" not in p:
+            continue
+        ns = p.get("ns_per_packet", {})
+        base = next((q for q in results["points"] if "ratio" in q and q.get("traffic") is None
+                     and all(q.get(k) == p[k] for k in ("direction", "frame", "sids", "steering",
+                                                        "mode", "encap"))), None)
+        line = (f"realistic RDMA, {p['messages']}-packet messages ({p['name']}): srv6gw "
+                f"{p['srv6gw']['mpps']:.2f} Mpps vs testpmd {p['testpmd']['mpps']:.2f} Mpps = "
+                f"**{p['ratio']:.3f}** x; gateway {ns.get('srv6gw', float('nan')):.1f} ns/packet "
+                f"(pipeline {ns.get('srv6gw_pipeline', float('nan')):.1f}, no-PMD pipeline-bench "
+                f"{ns.get('pipeline_bench', float('nan')):.1f}), testpmd io "
+                f"{ns.get('testpmd', float('nan')):.1f} ns/packet")
+        if base:
+            bns = base.get("ns_per_packet", {})
+            line += (f"; random-QP base point {base['ratio']:.3f} x, pipeline "
+                     f"{bns.get('srv6gw_pipeline', float('nan')):.1f} ns/packet")
+        out.append(line)
+    return out
+
+
 def pb_cell(p):
     pb = p.get("pipeline_bench")
     if not pb:
@@ -943,6 +1016,9 @@ def parse_args():
     ap.add_argument("--qps", type=int, default=128)
     ap.add_argument("--family", choices=["ipv4", "ipv6", "mixed"], default="ipv4")
     ap.add_argument("--pcap-frames", type=int, default=8192, help="frames per generated pcap")
+    ap.add_argument("--rdma-messages", default="16-64",
+                    help="packets per message of the realistic RDMA point (MIN-MAX, roce-gen "
+                         "--message-packets; '' = no such point)")
     args = ap.parse_args()
     if args.smoke:
         args.duration = min(args.duration, 2.0)
@@ -951,6 +1027,7 @@ def parse_args():
         args.modes, args.encaps, args.decap_frames = [], [], []
         args.base_steering = 64
         args.hosts, args.qps, args.pcap_frames = 4, 4, 256
+        args.rdma_messages = ""
     return args
 
 
@@ -1031,6 +1108,7 @@ def main():
     else:
         hugepages = os.geteuid() == 0 and hugepages_available(700)
     points = build_points(args)
+    points += rdma_points(args)
     log(f"{len(points)} points, {args.duration} s per program, {args.repeat} round(s), "
         f"hugepages {'yes' if hugepages else 'no'}, work directory {workdir}")
 
@@ -1091,7 +1169,9 @@ def main():
         "Decap points: roce-gen traffic encapsulated by `srv6gw-pcap encap` with the point's SID "
         "count (last SID = the gateway's End.DX4 SID), rewritten as the last fabric node delivers "
         "it (destination = last SID, segments left 0); the frame size column is the inner frame.")
-    results["headline"] = headline(results)
+    results["notes"] += rdma_notes(args)
+    add_ns_per_packet(results)
+    results["headline"] = headline(results) + rdma_headline(results)
     base = next((p for p in results["points"] if "ratio" in p), None)
     if base:
         results["example_commands"] = [base["testpmd"]["command"], base["srv6gw"]["command"]]

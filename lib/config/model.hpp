@@ -143,7 +143,7 @@ struct LocalSid {
 
 // Lossless forwarding (container ports/lossless, docs/design/lossless.md).
 struct LosslessConfig {
-  bool enabled = false;           // opt-in: controller-fabric failed in CI with it on (lossless.md)
+  bool enabled = true;            // RoCE fabrics are lossless: a drop costs go-back-N (lossless.md)
   uint16_t backlog_frames = 512;  // per direction and worker
   uint16_t ecn_threshold_frames = 128;  // 0 = no CE marking
   uint32_t storm_bound_ms = 200;        // pause-storm watchdog

@@ -229,8 +229,11 @@ def main():
     # --- 1. lossless on, consumer at a third of the producer's free rate. --------------------
     rate = max(2000, int(pps / 3))
     out = os.path.join(tmp, "on.pcap")
+    # The consumer stops at the count it expects; its idle bound only ends a run that lost
+    # frames, and is long because a stall on a loaded machine ended it early once (1.5 s).
     st, gen, sink = run(tmp, "on", config(tmp, True, ecn_threshold=0), ["--count", str(FRAMES)],
-                        ["--rate-pps", str(rate), "--idle-ms", "1500", "--pcap", out])
+                        ["--rate-pps", str(rate), "--expect", str(FRAMES), "--idle-ms", "10000",
+                         "--pcap", out])
     t = st["total"]
     paused_ms = (t["paused_host_tsc"]) / max(1, st.get("tsc_hz", 0) or 1)
     print(f"lossless on: consumer paced at {rate} pps received {sink['received']} of {FRAMES} in "
@@ -271,7 +274,8 @@ def ecn_before_pause(tmp, rate):
     n = min(FRAMES, 30000)
     out = os.path.join(tmp, "ecn.pcap")
     st, gen, sink = run(tmp, "ecn", config(tmp, True, ecn_threshold=64), ["--count", str(n)],
-                        ["--rate-pps", str(rate), "--idle-ms", "1500", "--pcap", out])
+                        ["--rate-pps", str(rate), "--expect", str(n), "--idle-ms", "10000",
+                         "--pcap", out])
     t = st["total"]
     gwlib.check(t["drops_total"] == 0, f"ecn: gateway dropped {t['drops']}")
     got = read_pcap(out)

@@ -1019,6 +1019,10 @@ def parse_args():
     ap.add_argument("--rdma-messages", default="16-64",
                     help="packets per message of the realistic RDMA point (MIN-MAX, roce-gen "
                          "--message-packets; '' = no such point)")
+    ap.add_argument("--lossless-ab", type=int, default=0, metavar="ROUNDS",
+                    help="instead of the sweep: the base point's gateway with ports/lossless "
+                         "off and on, alternating, ROUNDS times each (issue 27); writes "
+                         "OUT/lossless-ab.json")
     args = ap.parse_args()
     if args.smoke:
         args.duration = min(args.duration, 2.0)
@@ -1076,6 +1080,113 @@ def run_updates_under_load(tools, args, help_text, workdir, results):
     results["updates_under_load"] = data
 
 
+LOSSLESS_AB_POINT = "lossless off vs on, no congestion (issue 27)"
+
+
+def run_lossless_ab(tools, traffic, args, hugepages, workdir):
+    """--lossless-ab N: the base point's gateway run 2 x N times in one run, lossless off and
+    on alternating (off, on, off, on, ...), after one testpmd run of the same point (its TSC
+    frequency converts cycles to ns, and it is the usual reference). net_null takes every
+    frame, so nothing is ever refused and lossless never holds one: what differs is only the
+    per-burst bookkeeping of the held-frames queue (apps/srv6gw/tx_queue.hpp), which is what
+    "throughput with no congestion is unchanged" is about. Prints per round and the medians:
+    Mpps, cycles/packet (busy_tsc), ns/packet, and on/off ratios of the medians and of the
+    best rounds (a loaded machine only ever adds time: the fastest round of each setting is
+    the least disturbed); writes OUT/lossless-ab.json."""
+    spec = {"direction": "encap", "frame": args.base_frame, "sids": args.base_sids,
+            "steering": args.base_steering, "mode": args.base_mode, "encap": args.base_encap,
+            "paths": args.paths}
+    pcap = traffic.host_pcap(spec["frame"])
+    flows = roce_flows(pcap)
+    mem_mb = 512 if args.smoke else 1024 + (spec["steering"] * 160 >> 20)
+    load_timeout = 30 + spec["steering"] * 40e-6
+    gw_extra = ["--assume-multiseg-tx"] if args.gw_multiseg else []
+    cfgs = {}
+    for mode in ("off", "on"):
+        cfgs[mode] = os.path.join(workdir, f"lossless-{mode}-config.json")
+        make_config(spec, flows, cfgs[mode], "net_pcap0", "net_null0", args.pcap_frames)
+        with open(cfgs[mode]) as f:
+            cfg = json.load(f)
+        cfg["srv6gw:gateway"]["ports"]["lossless"] = {"enabled": mode == "on"}
+        with open(cfgs[mode], "w") as f:
+            json.dump(cfg, f, separators=(",", ":"))
+    log(f"{LOSSLESS_AB_POINT}: {point_name(spec)}, {args.lossless_ab} rounds of off + on, "
+        f"{args.duration} s each")
+    tp = run_testpmd(tools, Eal(args, hugepages, "labtp", pcap, mem_mb), args.duration,
+                     TESTPMD_MBUFS + args.pcap_frames, os.path.join(workdir, "lab-testpmd.log"))
+    tsc_mhz = tp.get("tsc_mhz")
+    log(f"  testpmd io: {tp['mpps']:.3f} Mpps, {tp.get('cycles_per_packet', 0):.0f} cyc/pkt"
+        f" (TSC {tsc_mhz} MHz)")
+    runs = {"off": [], "on": []}
+    for r in range(args.lossless_ab):
+        for mode in ("off", "on"):
+            tag = f"lab{r}{mode}"
+            gw = run_srv6gw(tools, Eal(args, hugepages, tag, pcap, mem_mb), args.duration,
+                            cfgs[mode], os.path.join(workdir, f"{tag}-srv6gw.json"),
+                            os.path.join(workdir, f"{tag}-srv6gw.log"), load_timeout, gw_extra)
+            gw["ns_per_packet_wall"] = 1e3 / gw["mpps"] if gw["mpps"] else float("nan")
+            if tsc_mhz:
+                gw["ns_per_packet_busy"] = gw["cycles_per_packet"] * 1e3 / tsc_mhz
+            runs[mode].append(gw)
+            log(f"  round {r} lossless {mode:>3}: {gw['mpps']:.3f} Mpps "
+                f"({gw['ns_per_packet_wall']:.1f} ns/pkt wall), "
+                f"{gw['cycles_per_packet']:.0f} cyc/pkt"
+                + (f" = {gw['ns_per_packet_busy']:.1f} ns/pkt busy" if tsc_mhz else "")
+                + f", drops {gw['drops'] or 'none'}")
+
+    def median(mode, key):
+        vals = sorted(g[key] for g in runs[mode] if key in g)
+        if not vals:
+            return float("nan")
+        return (vals[(len(vals) - 1) // 2] + vals[len(vals) // 2]) / 2
+    summary = {"point": point_name(spec), "rounds": args.lossless_ab,
+               "duration_s": args.duration, "tsc_mhz": tsc_mhz,
+               "testpmd_mpps": tp["mpps"], "testpmd_cycles_per_packet":
+               tp.get("cycles_per_packet")}
+    for mode in ("off", "on"):
+        for key in ("mpps", "cycles_per_packet", "ns_per_packet_wall", "ns_per_packet_busy"):
+            summary[f"{mode}_{key}"] = median(mode, key)
+        summary[f"{mode}_mpps_all"] = [round(g["mpps"], 4) for g in runs[mode]]
+        summary[f"{mode}_cycles_all"] = [round(g["cycles_per_packet"], 1) for g in runs[mode]]
+        summary[f"{mode}_best_mpps"] = max(g["mpps"] for g in runs[mode])
+        summary[f"{mode}_best_cycles_per_packet"] = min(g["cycles_per_packet"]
+                                                        for g in runs[mode])
+    summary["ratio_mpps_on_off"] = summary["on_mpps"] / summary["off_mpps"]
+    summary["ratio_cycles_on_off"] = summary["on_cycles_per_packet"] / summary[
+        "off_cycles_per_packet"]
+    summary["ratio_best_mpps_on_off"] = summary["on_best_mpps"] / summary["off_best_mpps"]
+    summary["ratio_best_cycles_on_off"] = (summary["on_best_cycles_per_packet"] /
+                                           summary["off_best_cycles_per_packet"])
+    # The round-to-round spread of each setting: the noise the ratio is to be read against.
+    spread = {m: (max(x["mpps"] for x in runs[m]) / min(x["mpps"] for x in runs[m]) - 1)
+              for m in runs if runs[m] and min(x["mpps"] for x in runs[m]) > 0}
+    summary["mpps_spread"] = spread
+    summary["commands"] = {m: runs[m][0]["command"] for m in runs if runs[m]}
+    log(f"  median off: {summary['off_mpps']:.3f} Mpps, {summary['off_cycles_per_packet']:.0f} "
+        f"cyc/pkt, {summary['off_ns_per_packet_wall']:.1f} ns/pkt wall, "
+        f"{summary['off_ns_per_packet_busy']:.1f} ns/pkt busy")
+    log(f"  median on:  {summary['on_mpps']:.3f} Mpps, {summary['on_cycles_per_packet']:.0f} "
+        f"cyc/pkt, {summary['on_ns_per_packet_wall']:.1f} ns/pkt wall, "
+        f"{summary['on_ns_per_packet_busy']:.1f} ns/pkt busy")
+    ns = (lambda cyc: f" = {cyc * 1e3 / tsc_mhz:.1f} ns/pkt" if tsc_mhz else "")
+    log(f"  best off:   {summary['off_best_mpps']:.3f} Mpps, "
+        f"{summary['off_best_cycles_per_packet']:.0f} cyc/pkt"
+        f"{ns(summary['off_best_cycles_per_packet'])}")
+    log(f"  best on:    {summary['on_best_mpps']:.3f} Mpps, "
+        f"{summary['on_best_cycles_per_packet']:.0f} cyc/pkt"
+        f"{ns(summary['on_best_cycles_per_packet'])}")
+    log(f"  ratio on/off: medians Mpps {summary['ratio_mpps_on_off']:.3f}, cycles/packet "
+        f"{summary['ratio_cycles_on_off']:.3f}; best rounds Mpps "
+        f"{summary['ratio_best_mpps_on_off']:.3f}, cycles/packet "
+        f"{summary['ratio_best_cycles_on_off']:.3f}; round-to-round spread of Mpps: off "
+        f"{spread.get('off', float('nan')):.1%}, on {spread.get('on', float('nan')):.1%}")
+    out_json = os.path.join(args.out, "lossless-ab.json")
+    with open(out_json, "w") as f:
+        json.dump({"summary": summary, "runs": runs, "testpmd": tp}, f, indent=1)
+    log(f"wrote {out_json}")
+    return 0
+
+
 def daemon_help(tools):
     try:
         return subprocess.run([tools.srv6gw, "--", "--help"], capture_output=True, text=True,
@@ -1129,8 +1240,8 @@ def main():
         args.gw_multiseg = False
     traffic = TrafficCache(tools, workdir, args)
     t_start = time.monotonic()
-    traffic = TrafficCache(tools, workdir, args)
-    t_start = time.monotonic()
+    if args.lossless_ab > 0:
+        return run_lossless_ab(tools, traffic, args, hugepages, workdir)
     failures = 0
     for i, pt in enumerate(points):
         log(f"point {i + 1}/{len(points)}: {point_name(pt['spec'])} ({', '.join(pt['sweeps'])})")

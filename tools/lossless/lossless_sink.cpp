@@ -7,7 +7,7 @@
 // lost on the way is the gateway's or the link's.
 //
 //   lossless-sink EAL... -- --port net_memif1 --rate-pps 300000 --pcap out.pcap
-//       --idle-ms 2000 --timeout-s 60 [--pause-after N --pause-ms 1000]
+//       --idle-ms 2000 [--expect N] --timeout-s 60 [--pause-after N --pause-ms 1000]
 //       [--tx-pcap frames.pcap --tx-rate-pps 20000] [--report-json r.json] [--linger-s S]
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -33,6 +33,9 @@ struct Options {
   double rate_pps = 0;  // 0 = as fast as it can
   std::string pcap;
   uint64_t idle_ms = 2000;  // stop after this long without a frame (once one came)
+  // Stop once this many frames came (0: only idle/timeout end the run). Lets a test that
+  // knows its count use a long idle bound, which a stall on a loaded machine does not reach.
+  uint64_t expect = 0;
   double timeout_s = 60;
   uint64_t pause_after = 0;  // frames; 0 = never pause
   uint64_t pause_ms = 0;
@@ -51,7 +54,7 @@ struct Options {
   std::fprintf(
       stderr,
       "lossless-sink: %s\nusage: lossless-sink EAL... -- --port NAME [--rate-pps N] "
-      "[--pcap FILE] [--idle-ms MS] [--timeout-s S] [--pause-after N --pause-ms MS] "
+      "[--pcap FILE] [--idle-ms MS] [--expect N] [--timeout-s S] [--pause-after N --pause-ms MS] "
       "[--tx-pcap FILE --tx-rate-pps N] [--report-json FILE] [--linger-s S] [--wait-link-s S]\n",
       why);
   std::exit(2);
@@ -73,6 +76,8 @@ Options parse(int argc, char** argv) {
       o.pcap = value();
     else if (a == "--idle-ms")
       o.idle_ms = std::stoull(value());
+    else if (a == "--expect")
+      o.expect = std::stoull(value());
     else if (a == "--timeout-s")
       o.timeout_s = std::stod(value());
     else if (a == "--pause-after")
@@ -200,6 +205,7 @@ int main(int argc, char** argv) {
     const uint64_t now = rte_get_timer_cycles();
     if (now > deadline) break;
     if (last_rx != 0 && now - last_rx > idle && !paused) break;
+    if (o.expect != 0 && received >= o.expect) break;
     // The other direction: one frame of the pcap when due, round robin; a refused frame is
     // counted (the gateway's host side refusing means that direction is not flowing).
     if (!tx_frames.empty() && double(now) >= tx_due) {

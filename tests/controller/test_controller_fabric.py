@@ -59,12 +59,15 @@ def check_env():
 
 
 def pinned_list_bytes(fab, g):
-    """Bytes each segment list of g's pinned policies (named "<policy>:<primary list>") has
-    sent, with the local engine's factor and the probe state: {(policy, list): (bytes,
-    factor, state)}."""
+    """Bytes each segment list of g's pinned policies (named "<policy>:<primary list>") and
+    of the multipath policies they were cut from ("<policy>") has sent, with the local
+    engine's factor and the probe state: {(policy, list): (bytes, factor, state)}."""
     out = {}
-    for pol in json.loads(fab.ctl(g, ["--json", "stats"]).stdout).get("policies", []):
-        if ":" not in pol.get("name", ""):
+    policies = json.loads(fab.ctl(g, ["--json", "stats"]).stdout).get("policies", [])
+    parents = {pol.get("name", "").split(":", 1)[0] for pol in policies
+               if ":" in pol.get("name", "")}
+    for pol in policies:
+        if ":" not in pol.get("name", "") and pol.get("name") not in parents:
             continue
         for p in pol.get("paths", []):
             out[(pol["name"], p.get("segment_list"))] = (
@@ -74,15 +77,17 @@ def pinned_list_bytes(fab, g):
 
 
 def moved_off_primaries(before, after):
-    """Of the bytes g's pinned policies sent between two pinned_list_bytes() snapshots, the
-    share that went over a list other than the policy's primary (the gateway's own failover
-    or engine moved it), and what those lists looked like."""
+    """Of the bytes g's pinned policies and their multipath parents sent between two
+    pinned_list_bytes() snapshots, the share that did not go over a pinned policy's primary
+    list: over another list (the gateway's own failover or engine moved it), or by the
+    multipath policy (the controller points a pinned flow's rule there when it planned while
+    that flow's path was down or out of use), and what those lists looked like."""
     total = moved = 0
     detail = []
     for (pol, sl), (b, factor, state) in after.items():
         d = b - before.get((pol, sl), (0, 1.0, "-"))[0]
         total += d
-        if sl != pol.split(":", 1)[1] and d > 0:
+        if (":" not in pol or sl != pol.split(":", 1)[1]) and d > 0:
             moved += d
             detail.append(f"{pol}/{sl} {d} B")
         if factor != 1.0 or state not in ("-", "UP", "PATH_STATE_UP"):
@@ -98,14 +103,20 @@ def spine_window(fab, seconds):
     return {i: (b[i][0] - a[i][0], b[i][1] - a[i][1]) for i in a}
 
 
+# How far the spines' shares may be from the plan's flow counts (6/5/5 of 16). The flows do
+# not send equal amounts: in 10 runs the 6 flows pinned to S1 sent 0.379-0.444 of the
+# frames (0.375 planned) while gA1's own counters showed every byte on its primary list and
+# the spines agreed with them; the exact check is against gA1's counters (share_tolerance).
+PLAN_TOLERANCE = 0.1
+
+
 def share_tolerance(share, frames):
-    """How far spine i's share of `frames` data frames may be from its planned `share`:
-    roce-gen draws each frame's QP uniformly among the 16 (no message mode), so the frames of
-    the flows pinned to spine i are Binomial(frames, share) and their share has standard
-    deviation sqrt(share (1 - share) / frames). Five of those (a false alarm about once in
-    a million windows per spine), at least 0.02. With ~3,200 frames in the 3 s window that is
-    ~0.04 (it was a flat 0.1 of byte shares from which probe bytes measured in another
-    window had been subtracted)."""
+    """How far spine i's share of `frames` data frames may be from the share gA1's own
+    counters give it (`share`): the two are counted over windows that differ by the time a
+    stats call takes at each end, so at most a small part of the frames is in one and not the
+    other; bounded as if every frame could fall on either side: 5 binomial standard
+    deviations sqrt(share (1 - share) / frames), at least 0.02. With ~3,300 frames in the 3 s
+    window that is ~0.04."""
     if frames <= 0:
         return 0.0
     return max(0.02, 5 * (share * (1 - share) / frames) ** 0.5)
@@ -129,9 +140,12 @@ def no_traffic(fab, what, gens, rxs):
         parts.append(f"sink in {g.host}: {fab.frames(rx)} frames, "
                      f"{'running' if rx['p'].poll() is None else 'exited'}")
     for g in fab.gws:
-        r = fab.ctl(g, ["--json", "stats"], check=False)
         try:
+            r = fab.ctl(g, ["--json", "stats"], check=False)
             st = json.loads(r.stdout)
+        except subprocess.TimeoutExpired:
+            parts.append(f"{g.name}: srv6gw-ctl stats timed out")
+            continue
         except ValueError:
             parts.append(f"{g.name}: no stats ({r.stderr.strip()[:200]})")
             continue
@@ -256,6 +270,10 @@ def main():
                 planned[i] += 1
     rules = fab.objects(gA1)["steering"]
     pinned = [x for x in rules.values() if "exact" in x]
+    by_policy = {}
+    for x in pinned:
+        by_policy[x.get("policy", "?")] = by_policy.get(x.get("policy", "?"), 0) + 1
+    log(f"pinned rules on gA1 per policy: {by_policy}")
     log(f"job: {len(resp.get('placements', []))} flows placed, per spine {planned}, max link "
         f"load {resp.get('max_link_load', 0):.4g} s (lower bound {resp.get('lower_bound', 0):.4g}"
         f" s); {len(pinned)} exact rules on gA1")
@@ -269,7 +287,8 @@ def main():
     time.sleep(0.2)
     lists_before = pinned_list_bytes(fab, gA1)
     pinned_win = spine_window(fab, 3.0)
-    moved_share, moved_detail = moved_off_primaries(lists_before, pinned_list_bytes(fab, gA1))
+    lists_after = pinned_list_bytes(fab, gA1)
+    moved_share, moved_detail = moved_off_primaries(lists_before, lists_after)
     jwp.send_signal(signal.SIGTERM)
     jwp.wait(timeout=10)
     jwf.close()
@@ -285,23 +304,34 @@ def main():
     n = sum(planned.values()) or 1
     s_plan = {i: round(planned[i] / n, 3) for i in planned}
     tol = {i: round(share_tolerance(s_plan[i], pin_frames), 3) for i in s_plan}
+    # What gA1 itself sent over each spine's lists in the window (its per-list byte
+    # counters; list "S<i>" crosses spine i): the spines must carry that split.
+    sent = {i: 0 for i in s_plan}
+    for key, (b, _, _) in lists_after.items():
+        if key[1] and key[1][1:].isdigit() and int(key[1][1:]) in sent:
+            sent[int(key[1][1:])] += b - lists_before.get(key, (0, 1.0, "-"))[0]
+    s_sent = {i: round(v / (sum(sent.values()) or 1), 3) for i, v in sent.items()}
     log(f"spine data frame shares: hashed {s_hash}, pinned {s_pin} of {pin_frames} frames "
-        f"{ {i: p for i, (p, _) in pinned_win.items()} }, planned {s_plan} +- {tol}; gA1 sent "
-        f"{moved_share:.1%} of the pinned bytes off the primary lists {moved_detail[:6]}")
+        f"{ {i: p for i, (p, _) in pinned_win.items()} }, planned {s_plan} +- "
+        f"{PLAN_TOLERANCE}; gA1 sent {s_sent} by its own counters (+- {tol}), "
+        f"{moved_share:.1%} of the job's bytes off the primary lists {moved_detail[:6]}")
+    if sum(sent.values()) > 0 and any(abs(s_pin[i] - s_sent[i]) > tol[i] for i in s_plan):
+        problems.append(f"the spines carried {s_pin}, gA1 sent {s_sent} over their lists")
     if sum(planned.values()) != 16:
         problems.append(f"{sum(planned.values())} flows placed over the spines, not 16")
     if pin_frames < 100:
         timing_problems.append(f"only {pin_frames} data frames crossed the spines in the 3 s "
                                f"pinned window (the generator sends ~2,900)")
-    elif any(abs(s_pin[i] - s_plan[i]) > tol[i] for i in s_plan):
+    elif any(abs(s_pin[i] - s_plan[i]) > PLAN_TOLERANCE for i in s_plan):
         if flaps:
             log(f"  not asserted: gA1's probes flapped during the window ({flaps[:3]})")
         elif moved_share > 0.05:
             # gA1 itself moved pinned flows to their backup lists (its probes or its
-            # local engine on a stalled machine): the plan was installed, the gateway
-            # reacted to what it saw, and the spines show that, not the plan.
-            log(f"  not asserted: gA1 sent {moved_share:.1%} of the pinned bytes off the "
-                f"primary lists: {moved_detail[:6]}")
+            # local engine on a stalled machine), or the controller's rules sent some to
+            # the multipath policy (a path it saw down while planning): the spines show
+            # what the gateway did with what it saw, not the plan.
+            log(f"  not asserted: gA1 sent {moved_share:.1%} of the job's bytes off the "
+                f"primary lists: {moved_detail[:6]}, pinned rules per policy {by_policy}")
         else:
             timing_problems.append(f"spine shares {s_pin} do not follow the plan {s_plan}")
     fl.Fabric.stop_generator(gen)

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 
+#include "dataplane/datapath/probe.hpp"
 #include "net/bytes.hpp"
 #include "policy/runtime.hpp"
 #include "srv6/probe.hpp"
@@ -19,7 +20,6 @@ namespace srv6gw::app {
 namespace {
 
 constexpr unsigned kReplyBatch = 256;
-constexpr uint16_t kEthTypeIpv6 = 0x86DD;
 
 uint64_t steady_ns() {
   return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -41,7 +41,9 @@ ProbeRunner::ProbeRunner(dataplane::Gateway& gw, EngineRunner& engine, rte_mempo
 }
 
 void ProbeRunner::sync() {
-  synced_generation_ = gw_.runtime().view()->generation;
+  const policy::View& view = *gw_.runtime().view();
+  synced_generation_ = view.generation;
+  fabric_settings_ = policy::settings_of_rail(view, 0);
   const config::GatewayConfig& cfg = gw_.running_config();
   monitor_.set_params(cfg.probe);
   nexthop_mac_ = cfg.fabric_nexthop_mac.value_or(net::MacAddr{});
@@ -112,16 +114,15 @@ void ProbeRunner::send_all(uint64_t now_ns) {
       continue;
     }
     const size_t len = srv6::probe::request_len(pr.segments.size(), pr.returns.size());
-    auto* frame =
-        reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, uint16_t(net::kEthHeaderLen + len)));
+    const unsigned l2 = dataplane::probe_l2_len(fabric_settings_);
+    auto* frame = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, uint16_t(l2 + len)));
     if (!frame) {
       rte_pktmbuf_free(m);
       ++stats_.alloc_failed;
       continue;
     }
-    std::memcpy(frame, nexthop_mac_.bytes.data(), 6);
-    std::memcpy(frame + 6, fabric_port_mac_.bytes.data(), 6);
-    net::store_be16(frame + 12, kEthTypeIpv6);
+    dataplane::write_probe_l2(frame, nexthop_mac_.bytes.data(), fabric_port_mac_.bytes.data(),
+                              fabric_settings_, pr.traffic_class);
     srv6::probe::RequestSpec spec;
     spec.source = pr.source;
     spec.segments = pr.segments;
@@ -133,8 +134,8 @@ void ProbeRunner::send_all(uint64_t now_ns) {
     f.seq = seq;
     f.tx_time = rte_rdtsc();
     size_t built = 0;
-    if (srv6::probe::build_request(spec, f, std::span<uint8_t>(frame + net::kEthHeaderLen, len),
-                                   built) != srv6::probe::Status::ok) {
+    if (srv6::probe::build_request(spec, f, std::span<uint8_t>(frame + l2, len), built) !=
+        srv6::probe::Status::ok) {
       // Cannot happen for a validated configuration (1..16 SIDs each way).
       rte_pktmbuf_free(m);
       ++stats_.alloc_failed;

@@ -15,6 +15,7 @@
 #include "dataplane/control/gateway.hpp"
 #include "engine/probe_monitor.hpp"
 #include "engine_runner.hpp"
+#include "policy/runtime.hpp"
 
 struct rte_mempool;
 
@@ -69,6 +70,7 @@ class ProbeRunner {
   rte_mempool* pool_;
   net::MacAddr fabric_port_mac_;
   net::MacAddr nexthop_mac_;
+  policy::Settings fabric_settings_;  // the fabric VLAN tag and PCP map (running config)
   uint8_t hop_limit_ = 64;
   engine::ProbeMonitor monitor_;
   std::vector<Probed> probed_;

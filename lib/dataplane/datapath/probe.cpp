@@ -68,6 +68,7 @@ void handle_probe(WorkerContext& w, rte_mbuf* m, uint16_t l3_offset, uint64_t no
     r.reflect_time = parsed.fields.reflect_time;
     r.seq = parsed.fields.seq;
     r.path_id = parsed.fields.path_id;
+    r.rail = w.rail;
     rte_pktmbuf_free(m);
     if (unlikely(!w.probe_replies ||
                  rte_ring_mp_enqueue_elem(w.probe_replies, &r, sizeof r) != 0)) {

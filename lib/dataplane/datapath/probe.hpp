@@ -33,7 +33,7 @@ void write_probe_l2(uint8_t* frame, const uint8_t* dst_mac, const uint8_t* src_m
 void handle_probe(WorkerContext& w, rte_mbuf* m, uint16_t l3_offset, uint64_t now_tsc);
 
 // Worker side: moves up to `max` mbufs waiting on the probe TX ring into `out` (fabric TX);
-// only the worker that drains the ring (worker 0) gets any.
+// only the worker that drains its rail's ring (the rail's first) gets any.
 uint16_t take_probe_tx(WorkerContext& w, rte_mbuf** out, uint16_t max);
 
 }  // namespace srv6gw::dataplane

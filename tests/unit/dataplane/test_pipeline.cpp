@@ -1110,5 +1110,68 @@ TEST_F(PipelineTest, ProbesCarryTheFabricTagWithTheirClassPcp) {
   EXPECT_EQ(Bytes(got.begin() + 12, got.begin() + 16), Bytes({0x81, 0x00, 0xE0, 0xC8}));
 }
 
+// Probes per rail: a request arriving on rail b is reflected onto rail b's probe TX ring (its
+// fabric port, drained by its first worker) from rail b's fabric MAC to rail b's next hop;
+// the prober's frames handed to a rail go to that rail's ring only; a reply names its rail.
+TEST_F(PipelineTest, RailsReflectAndSendProbesOnTheirOwnRing) {
+  config::GatewayConfig cfg = gateway_config({"fc00:1::1"});
+  cfg.host_port.device.clear();
+  cfg.fabric_port.device.clear();
+  const net::MacAddr nexthop1 = testing::mac("02:00:00:00:13:13");
+  const net::MacAddr fabric1 = testing::mac("02:00:00:00:12:12");
+  config::Rail r0, r1;
+  r0.name = "a";
+  r0.host_port.device = "0";
+  r0.fabric_port.device = "1";
+  r1.name = "b";
+  r1.host_port.device = "2";
+  r1.fabric_port.device = "3";
+  r1.fabric_nexthop_mac = nexthop1;
+  r1.local_sids = {{testing::v6("fc00:b::e0"), srv6::LocalSidBehavior::end_probe}};
+  cfg.rails = {r0, r1};
+  RailEnv envs[2];
+  envs[0].ports = {kHostPortMac, kFabricPortMac, true};
+  envs[1].ports = {testing::mac("02:00:00:00:11:11"), fabric1, true};
+  config::ConfigError err;
+  gw_ = Gateway::create(cfg, envs, g_hdr_pool, err);
+  ASSERT_NE(gw_, nullptr) << err.path << ": " << err.message;
+  WorkerContext* a = gw_->worker(0);
+  WorkerContext* b = gw_->worker(1);
+
+  const net::Ipv6Addr ours = testing::v6("fc00:b::e0"), theirs = testing::v6("fc00:ffff::e0");
+  srv6::probe::RequestSpec spec;
+  spec.source = testing::v6("fc00:ffff::2");
+  spec.segments = std::span<const net::Ipv6Addr>(&ours, 1);
+  spec.return_segments = std::span<const net::Ipv6Addr>(&theirs, 1);
+  srv6::probe::Fields f;
+  f.path_id = 3;
+  Bytes ip6(srv6::probe::request_len(1, 1));
+  size_t built = 0;
+  ASSERT_EQ(srv6::probe::build_request(spec, f, ip6, built), srv6::probe::Status::ok);
+  ip6.resize(built);
+  rte_mbuf* in[1] = {mbuf(fabric_frame(ip6))};
+  rte_mbuf* out[2] = {nullptr, nullptr};
+  EXPECT_EQ(process_fabric_burst(*b, in, 1, out), 0);
+  EXPECT_EQ(take_probe_tx(*a, out, 2), 0);  // not rail a's port
+  ASSERT_EQ(take_probe_tx(*b, out, 2), 1);
+  const Bytes got = bytes(out[0]);
+  rte_pktmbuf_free(out[0]);
+  ASSERT_GE(got.size(), 14u);
+  EXPECT_EQ(Bytes(got.begin(), got.begin() + 6),
+            Bytes(nexthop1.bytes.begin(), nexthop1.bytes.end()));
+  EXPECT_EQ(Bytes(got.begin() + 6, got.begin() + 12),
+            Bytes(fabric1.bytes.begin(), fabric1.bytes.end()));
+
+  // The prober's frames: to the rail named, drained by that rail's first worker only.
+  rte_mbuf* probe = mbuf(fabric_frame(ip6));
+  ASSERT_EQ(gw_->send_probes(1, &probe, 1), 1u);
+  EXPECT_EQ(take_probe_tx(*a, out, 2), 0);
+  ASSERT_EQ(take_probe_tx(*b, out, 2), 1);
+  rte_pktmbuf_free(out[0]);
+  rte_mbuf* stray = mbuf(fabric_frame(ip6));
+  EXPECT_EQ(gw_->send_probes(2, &stray, 1), 0u);  // no such rail: refused, still ours
+  rte_pktmbuf_free(stray);
+}
+
 }  // namespace
 }  // namespace srv6gw::dataplane

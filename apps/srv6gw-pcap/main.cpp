@@ -6,6 +6,7 @@
 //   srv6gw-pcap encap --in IN --out OUT --sids A,B,C --source ADDR
 //               [--mode encaps|encaps-red|usid] [--usid-block 32 --usid-len 16]
 //               [--tag N] [--hop-limit N] [--dst-mac M --src-mac M]
+//               [--path-id-in-source] [--source-entropy-bits N]
 //   srv6gw-pcap decap --in IN --out OUT [--behavior dx4|dx6|dt46] [--dst-mac M --src-mac M]
 //   srv6gw-pcap parse --in IN
 #include <CLI/CLI.hpp>
@@ -63,6 +64,10 @@ struct Options {
   srv6::UsidFormat usid;
   uint16_t tag = 0;
   uint8_t hop_limit = 64;
+  // engine/path-id-in-source and engine/source-entropy-bits (docs/design/engine.md): what the
+  // gateway writes into the outer source.
+  bool path_id_in_source = false;
+  unsigned source_entropy_bits = 0;
   std::optional<net::MacAddr> dst_mac;
   std::optional<net::MacAddr> src_mac;
   srv6::LocalSidBehavior behavior = srv6::LocalSidBehavior::end_dt46;
@@ -166,10 +171,29 @@ void describe(CLI::App& app, Options& o) {
           "outer hop limit (default 64)")
       ->type_name("N")
       ->check(CLI::Range(1, 255));
+  encap->add_flag("--path-id-in-source", o.path_id_in_source,
+                  "without an SRH, --tag goes into the low 16 bits of the outer source "
+                  "(engine/path-id-in-source); --source needs them zero");
+  encap
+      ->add_option("--source-entropy-bits", o.source_entropy_bits,
+                   "low N bits of each flow's flow label into outer source bits 16..16+N-1 "
+                   "(engine/source-entropy-bits; default 0 = off); --source needs its low "
+                   "16+N bits zero")
+      ->type_name("N")
+      ->check(CLI::Range(0u, srv6::kMaxSourceEntropyBits));
   encap->callback([encap, block, len, &o] {
     o.command = encap->get_name();
     if ((block->count() || len->count()) && o.mode != srv6::EncapMode::usid)
       throw CLI::ValidationError("--usid-block/--usid-len", "only apply to --mode usid");
+    // As the gateway's validation: the fields written into the source must be zero there.
+    if (o.path_id_in_source && !srv6::source_has_path_id_room(*o.source))
+      throw CLI::ValidationError("--source",
+                                 "the low 16 bits must be zero for --path-id-in-source");
+    if (o.source_entropy_bits && !srv6::source_has_entropy_room(*o.source, o.source_entropy_bits))
+      throw CLI::ValidationError("--source", "the low " +
+                                                 std::to_string(16 + o.source_entropy_bits) +
+                                                 " bits must be zero for --source-entropy-bits " +
+                                                 std::to_string(o.source_entropy_bits));
   });
   decap
       ->add_option_function<std::string>(
@@ -354,7 +378,10 @@ int run_encap(const Options& o) {
     f.traffic_class = uint8_t(info.dscp << 2 | info.ecn);
     f.flow_label = net::outer_flow_label(info);
     f.tag = o.tag;
+    f.tag_in_source = o.path_id_in_source;
     srv6::write_encap(tmpl, out.data() + net::kEthHeaderLen, f);
+    srv6::write_source_entropy(out.data() + net::kEthHeaderLen,
+                               srv6::source_entropy_mask(o.source_entropy_bits), f.flow_label);
     std::memcpy(out.data() + net::kEthHeaderLen + tmpl.size, inner.data(), inner.size());
     ++c.encapsulated;
     if (!write_or_report(*writer, o.out, out.data(), out.size(), pkt->timestamp_ns)) {
@@ -366,6 +393,12 @@ int run_encap(const Options& o) {
   std::printf("encap mode %s, %zu SIDs, outer header %u bytes, first destination %s\n",
               srv6::to_string(o.mode), o.sids.size(), unsigned(tmpl.size),
               net::to_string(tmpl.first_destination).c_str());
+  if (o.path_id_in_source || o.source_entropy_bits)
+    std::printf("outer source: path id %s, %u flow entropy bits\n",
+                !o.path_id_in_source ? "not carried"
+                : tmpl.has_srh       ? "in the SRH tag (there is an SRH)"
+                                     : "in the low 16 bits",
+                o.source_entropy_bits);
   std::printf("frames %llu: encapsulated %llu, passed %llu, dropped %llu\n",
               (unsigned long long)c.frames, (unsigned long long)c.encapsulated,
               (unsigned long long)c.passed, (unsigned long long)c.dropped);

@@ -52,9 +52,11 @@ LinkWatch::LinkWatch(App& app, bool propagate_link) : app_(app), propagate_(prop
       storms_[r][d].ended = s.ended[d];
     }
   }
+  links_.resize(app_.rails.size());
   if (propagate_)
-    spdlog::info("link propagation on: {} link down sets {} link down", app_.fabric.name,
-                 app_.host.name);
+    for (const RailSetup& rail : app_.rails)
+      spdlog::info("link propagation on: {} link down sets {} link down", rail.fabric->name,
+                   rail.host->name);
 }
 
 // A storm lasts on an egress while some worker's watchdog dropped there and that worker's
@@ -109,24 +111,30 @@ void LinkWatch::watch_storms_of_rail(unsigned rail) {
 void LinkWatch::poll() {
   watch_storms();
   if (!propagate_) return;
+  for (unsigned r = 0; r < links_.size(); ++r) propagate_rail(r);
+}
+
+void LinkWatch::propagate_rail(unsigned rail) {
+  const PortSetup& fabric = *app_.rails[rail].fabric;
+  const PortSetup& host = *app_.rails[rail].host;
+  RailLink& l = links_[rail];
   rte_eth_link link{};
-  if (rte_eth_link_get_nowait(app_.fabric.port_id, &link) != 0) return;
+  if (rte_eth_link_get_nowait(fabric.port_id, &link) != 0) return;
   const bool up = link.link_status == RTE_ETH_LINK_UP;
-  if (up == fabric_up_) return;
-  fabric_up_ = up;
-  if (!up && !host_forced_down_) {
-    const int rc = rte_eth_dev_set_link_down(app_.host.port_id);
+  if (up == l.fabric_up) return;
+  l.fabric_up = up;
+  if (!up && !l.host_forced_down) {
+    const int rc = rte_eth_dev_set_link_down(host.port_id);
     ++downs_;
-    host_forced_down_ = rc == 0;
-    spdlog::warn("link propagation: fabric port {} down -> host port {} set down{}",
-                 app_.fabric.name, app_.host.name,
-                 rc == 0 ? "" : std::string(" FAILED: ") + rte_strerror(-rc));
-  } else if (up && host_forced_down_) {
-    const int rc = rte_eth_dev_set_link_up(app_.host.port_id);
+    l.host_forced_down = rc == 0;
+    spdlog::warn("link propagation: fabric port {} down -> host port {} set down{}", fabric.name,
+                 host.name, rc == 0 ? "" : std::string(" FAILED: ") + rte_strerror(-rc));
+  } else if (up && l.host_forced_down) {
+    const int rc = rte_eth_dev_set_link_up(host.port_id);
     ++ups_;
-    host_forced_down_ = rc != 0;
-    spdlog::warn("link propagation: fabric port {} up -> host port {} set up{}", app_.fabric.name,
-                 app_.host.name, rc == 0 ? "" : std::string(" FAILED: ") + rte_strerror(-rc));
+    l.host_forced_down = rc != 0;
+    spdlog::warn("link propagation: fabric port {} up -> host port {} set up{}", fabric.name,
+                 host.name, rc == 0 ? "" : std::string(" FAILED: ") + rte_strerror(-rc));
   }
 }
 

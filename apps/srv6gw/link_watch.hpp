@@ -4,9 +4,9 @@
 // and when it ends, tells the local SR engine while the fabric port is unusable (the engine
 // then holds its factors and probe verdicts: every path leaves by that port, so nothing seen
 // meanwhile blames a path), and, when link propagation is
-// on (bump in the wire), sets the host port's link down while the fabric link is down and up
-// again when it returns, so that the host's RDMA NIC (or its bond) fails over instead of
-// sending into a gateway that cannot forward. Main lcore only; never touches the workers.
+// on (bump in the wire), sets each rail's host port link down while that rail's fabric link is
+// down and up again when it returns, so that the host's RDMA NIC (or its bond) fails over instead
+// of sending into a gateway that cannot forward. Main lcore only; never touches the workers.
 #pragma once
 
 #include <array>
@@ -29,8 +29,13 @@ class LinkWatch {
  private:
   App& app_;
   const bool propagate_;
-  bool fabric_up_ = true;
-  bool host_forced_down_ = false;
+  // Link propagation per rail: each rail's fabric link drives its own host port.
+  struct RailLink {
+    bool fabric_up = true;
+    bool host_forced_down = false;
+  };
+  void propagate_rail(unsigned rail);
+  std::vector<RailLink> links_;  // index: rail
   // Per rail and egress (0 = fabric, 1 = host): storms started and ended as last seen (sums
   // over the rail's workers), and whether one lasts.
   struct StormWatch {

@@ -263,8 +263,10 @@ void control_loop(App& app, ServiceNotifier& service) {
       app.engine =
           std::make_unique<EngineRunner>(*app.gateway, app.gateway->running_config().engine);
     app.engine->set_event_bus(app.event_bus);
-    app.prober = std::make_unique<ProbeRunner>(
-        *app.gateway, *app.engine, app.pools.packets_for(app.fabric.socket), app.fabric.mac);
+    std::vector<ProbeRunner::RailPort> probe_ports;
+    for (const RailSetup& rail : app.rails)
+      probe_ports.push_back({app.pools.packets_for(rail.fabric->socket), rail.fabric->mac});
+    app.prober = std::make_unique<ProbeRunner>(*app.gateway, *app.engine, std::move(probe_ports));
   }
   LinkWatch link_watch(app, app.options.link_propagation);
   while (!g_stop.load(std::memory_order_relaxed)) {
@@ -549,8 +551,7 @@ int run(int argc, char** argv) {
       return ports;
     });
     sink.set_probe_source([] {  // under control_mutex (GatewaySink::stats)
-      return app.running && app.prober ? app.prober->monitor().paths()
-                                       : std::vector<engine::ProbePathView>{};
+      return app.running && app.prober ? app.prober->paths() : std::vector<engine::ProbePathView>{};
     });
     std::unique_ptr<agent::Agent> grpc_agent;
     std::string agent_error;

@@ -193,7 +193,7 @@ void add_probes(Families& out, const ProbeRunner& prober) {
       out.gauge("srv6gw_path_probe_loss_ratio", "Lost share of the last resolved probes (0..1)");
   MetricFamily& rtt = out.gauge("srv6gw_path_probe_rtt_seconds",
                                 "Probe round-trip time over the window (quantile: min, avg, p99)");
-  for (const engine::ProbePathView& v : prober.monitor().paths()) {
+  for (const engine::ProbePathView& v : prober.paths()) {
     const Labels l = path_labels(v.policy, v.segment_list, v.path_id);
     Families::sample(up, v.state == engine::ProbeState::up ? 1 : 0, l);
     Families::sample(sent, double(v.sent), l);
@@ -208,7 +208,7 @@ void add_probes(Families& out, const ProbeRunner& prober) {
       Families::sample(rtt, double(ns) * 1e-9, std::move(with_stat));
     }
   }
-  const auto& c = prober.monitor().counters();
+  const auto c = prober.counters();
   MetricFamily& transitions =
       out.counter("srv6gw_probe_transitions_total", "Path state changes decided by the probes");
   Families::sample(transitions, double(c.transitions_down), {{"to", "down"}});

@@ -163,7 +163,7 @@ int cmd_probes(const char*, const char*, rte_tel_data* d) {
     rte_tel_data_start_dict(d);
     if (!app.prober) return 0;
     unsigned n = 0;
-    for (const engine::ProbePathView& v : app.prober->monitor().paths()) {
+    for (const engine::ProbePathView& v : app.prober->paths()) {
       if (n++ == RTE_TEL_MAX_DICT_ENTRIES) break;
       rte_tel_data* e = rte_tel_data_alloc();
       if (!e) return -ENOMEM;

@@ -105,8 +105,8 @@ int worker_main(void* arg) {
     if (!ingress_paused(to_host, fabric_paused, c.paused_fabric_tsc, c.ingress_pauses, elapsed))
       n_fabric = poll<dataplane::process_fabric_burst>(a.fabric_port, q, ctx, c, to_host, t0);
 
-    // Path health probes waiting for the fabric port (worker 0 only; one ring check). They
-    // wait in their ring while the fabric backlog is full.
+    // Path health probes waiting for the fabric port (a rail's first worker only; one ring check).
+    // They wait in their ring while the fabric backlog is full.
     if (!to_fabric.full()) {
       if (const uint16_t n_probe = dataplane::take_probe_tx(ctx, to_fabric.reserve(), kBurstSize);
           unlikely(n_probe != 0)) {

@@ -72,7 +72,7 @@ struct alignas(64) WorkerContext {
   // fabric (the prober and every worker enqueue, the worker with probe_tx_drain dequeues)
   // and the reply ring (workers enqueue, the prober dequeues).
   rte_ring* probe_tx = nullptr;
-  bool probe_tx_drain = false;  // worker 0
+  bool probe_tx_drain = false;  // the first worker of each rail (its rail's ring)
   rte_ring* probe_replies = nullptr;
   // Outer hop limit of reflected probes (configuration hop-limit): written by the control
   // thread on apply, read by the workers on a probe.

@@ -33,7 +33,6 @@
 import ctypes
 import json
 import os
-import shutil
 import socket
 import struct
 import subprocess
@@ -43,6 +42,7 @@ import time
 
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
+import bpflib  # noqa: E402
 import gwlib  # noqa: E402
 import netns_lib as nl  # noqa: E402
 from netns_lib import rl  # noqa: E402
@@ -106,15 +106,8 @@ def attach_flow_dissector(obj):
 
 
 def build_dissector(work):
-    obj = os.path.join(work, "addr_only.o")
-    multiarch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True)
-    inc = ["-I", f"/usr/include/{multiarch.stdout.strip()}"] if multiarch.returncode == 0 else []
-    r = subprocess.run([shutil.which("clang") or "clang-14", "-O2", "-target", "bpf"] + inc +
-                       ["-c", os.path.join(HERE, "addr_only_flow_dissector.c"), "-o", obj],
-                       capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        gwlib.skip(f"clang cannot build the BPF flow dissector: {r.stderr.strip()[-300:]}")
-    return obj
+    return bpflib.build(os.path.join(HERE, "addr_only_flow_dissector.c"),
+                        os.path.join(work, "addr_only.o"))
 
 
 # ---- namespace, gateway, traffic ----
@@ -209,7 +202,7 @@ def run_gateway(ns, work, entropy_bits, fabric_mac, host_mac):
 
 
 def main():
-    gwlib.need_tools("ip", "clang")
+    gwlib.need_tools("ip")
     nl.require_root_and_netns()
     work = tempfile.mkdtemp(prefix="srv6gw-it-fabric-rx-spread-")
     import atexit

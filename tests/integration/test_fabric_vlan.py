@@ -3,34 +3,21 @@
 # Fabric VLAN (issue 18, acceptance 2). The gateway tags what it encapsulates with VLAN 100 and
 # a PCP from its DSCP->PCP map (DSCP 46 overridden to PCP 6, the others their top three bits).
 #
-# Part 1, net_pcap (runs everywhere): RoCEv2 packets with DSCP 0, 26, 46 from the host; tshark
-# on the fabric output shows VLAN 100 and the mapped PCP for each. Tagged frames from the
-# fabric to our End.DX4 SID (one with QinQ) are decapsulated; host: keep gives the host the
-# fabric frame's first tag as received.
+# net_pcap (runs everywhere): RoCEv2 packets with DSCP 0, 26, 46 from the host; tshark on the
+# fabric output shows VLAN 100 and the mapped PCP for each. Tagged frames from the fabric to
+# our End.DX4 SID (one with QinQ) are decapsulated; host: keep gives the host the fabric
+# frame's first tag as received.
 #
-# Part 2, the Linux kernel as the VLAN peer, in network namespaces (root, and a kernel with
-# 802.1Q VLAN devices; said and left out otherwise):
-#
-#   host --veth-- [gw: srv6gw net_af_packet0 | net_af_packet1] --veth-- fab --veth-- rcv
-#
-# fab's side toward the gateway is a VLAN subinterface (v100 on lft0); its SRv6 lives there.
-# (a) host -> rcv: dumpcap on fab's lft0 (the trunk); tshark shows VLAN 100 and the mapped
-#     PCP; the kernel's End.DX4 on v100 (route counter) decapsulates every packet, rcv gets it.
-# (b) rcv -> host: fab encapsulates toward the gateway's End.DX4 SID out of v100 (tagged); the
-#     gateway accepts the tagged frames and host gets the inner packets untagged (strip).
-# The daemon's counters (tagged out / tagged in, encap, decap) must agree.
+# The kernel as the VLAN peer (its seg6local decapsulating the tagged frames, its encap coming
+# back tagged) is test_fabric_vlan_kernel.py; it imports this file's configuration.
 import json
 import logging
 import os
-import signal
-import subprocess
 import sys
-import time
 
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
 import gwlib  # noqa: E402
-import netns_lib as nl  # noqa: E402
 from netns_lib import rl  # noqa: E402
 
 VLAN = 100
@@ -44,30 +31,6 @@ PER_DSCP = 4
 
 def log(msg):
     print(msg, flush=True)
-
-
-def setup():
-    chain = nl.Chain(["host", "gw", "fab", "rcv"])
-    for dev in ("lft0", "rgt0"):
-        chain.ip("gw", f"addr flush dev {dev}")
-        chain.sysctl("gw", f"net.ipv6.conf.{dev}.disable_ipv6", 1)
-    chain.forwarding("fab")
-    chain.ip("fab", f"link add link lft0 name v{VLAN} type vlan id {VLAN}")
-    chain.ip("fab", f"link set dev v{VLAN} up")
-    chain.sysctl("fab", f"net.ipv6.conf.v{VLAN}.seg6_enabled", 1)
-    chain.sysctl("fab", f"net.ipv4.conf.v{VLAN}.rp_filter", 0)
-    chain.ip("fab", f"-6 addr add fc00:fa::2/64 dev v{VLAN} nodad")
-    chain.neigh("fab", f"v{VLAN}", "fc00:fa::1", chain.mac("gw", "rgt0"))
-    r = chain.ip("fab", f"-6 route add {FAB_DX4}/128 encap seg6local action End.DX4 nh4 10.0.1.1 "
-                        "count dev rgt0", check=False)
-    if r.returncode != 0:
-        nl.skip(f"the kernel refuses seg6local End.DX4 routes: {r.stderr.strip()}")
-    chain.ip("fab", "addr add 10.0.1.254/24 dev rgt0")
-    chain.neigh("fab", "rgt0", "10.0.1.1", chain.mac("rcv", "lft0"))
-    # Back toward the gateway: its SIDs behind v100; the host's network encapsulated to them.
-    chain.ip("fab", f"-6 route add fc00:9::/64 via fc00:fa::1 dev v{VLAN}")
-    chain.ip("fab", f"route add 10.0.0.0/24 encap seg6 mode encap segs {OUR_DX4} dev v{VLAN}")
-    return chain
 
 
 def gateway_config(macs):
@@ -84,33 +47,6 @@ def gateway_config(macs):
         "steering": {"rule": [{"id": 1, "prefix": "10.0.1.0/24", "policy": "to-rcv"}]},
         "local-sids": {"local-sid": [{"sid": OUR_DX4, "behavior": "end-dx4"}]},
     }}
-
-
-def start_dumpcap(ns, dev, path):
-    """dumpcap on `dev` in namespace `ns` (libpcap puts the tag the kernel took off back in
-    front of the frame); returns once it captures."""
-    err = open(path + ".log", "w")
-    p = subprocess.Popen(["ip", "netns", "exec", ns, "dumpcap", "-i", dev, "-w", path, "-q"],
-                         stdout=subprocess.DEVNULL, stderr=err)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not os.path.exists(path) and p.poll() is None:
-        time.sleep(0.1)
-    if not os.path.exists(path):
-        p.kill()
-        p.wait()
-        with open(path + ".log") as f:
-            rl.fail(f"dumpcap did not start: {f.read()}")
-    time.sleep(0.5)
-    return p
-
-
-def stop_dumpcap(p):
-    p.send_signal(signal.SIGINT)
-    try:
-        p.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
 
 
 def pcap_part():
@@ -198,138 +134,11 @@ def check_tags(pcap, where):
     return failures
 
 
-def kernel_vlan_reason():
-    """None when this kernel can make 802.1Q VLAN devices, else why not."""
-    probe = f"s6vlan{os.getpid()}"
-    nl.sh(["ip", "netns", "add", probe])
-    try:
-        r = nl.sh(["ip", "-n", probe, "link", "add", "link", "lo", "name", "v5", "type", "vlan",
-                   "id", "5"], check=False)
-        return None if r.returncode == 0 else f"no 802.1Q VLAN devices: {r.stderr.strip()}"
-    finally:
-        nl.sh(["ip", "netns", "del", probe], check=False)
-
-
 def main():
-    gwlib.need_tools("ip", "tshark", "dumpcap")
+    gwlib.need_tools("tshark")
     failures = pcap_part()
     if failures:
         rl.fail("\n".join(failures))
-    if os.geteuid() != 0:
-        log("part 2 (kernel VLAN peer) left out: needs root")
-        return
-    nl.require_root_and_netns()
-    reason = kernel_vlan_reason()
-    if reason:
-        log(f"part 2 (kernel VLAN peer) left out: this kernel has {reason}")
-        return
-    kernel_part()
-
-
-def kernel_part():
-    started = time.monotonic()
-    work = gwlib.workdir("fabric-vlan")
-    chain = setup()
-    gw = dump = None
-    failures = []
-    try:
-        macs = {"host": chain.mac("host", "rgt0"), "gw_host": chain.mac("gw", "lft0"),
-                "fab": chain.mac("fab", "lft0"), "fab_rcv_side": chain.mac("fab", "rgt0"),
-                "rcv": chain.mac("rcv", "lft0")}
-        cfg_path = os.path.join(work, "gateway.json")
-        with open(cfg_path, "w") as f:
-            json.dump(gateway_config(macs), f)
-        stats_json = os.path.join(work, "stats.json")
-        eal = gwlib.eal_args(gwlib.unique_prefix("fabric_vlan"),
-                             ["net_af_packet0,iface=lft0,qpairs=1",
-                              "net_af_packet1,iface=rgt0,qpairs=1"])
-        gw = gwlib.start_logged("gateway", work, eal,
-                                ["--config", cfg_path, "--stats-json", stats_json],
-                                enter=nl.open_in_netns(chain.ns["gw"]))
-        pcap = os.path.join(work, "fab-lft0.pcap")
-        dump = start_dumpcap(chain.ns["fab"], "lft0", pcap)
-
-        # (a) host -> gateway (tag + PCP) -> kernel End.DX4 on the VLAN subinterface -> rcv.
-        host_tx = nl.packet_socket(chain.ns["host"], "rgt0")
-        rcv_rx = nl.packet_socket(chain.ns["rcv"], "lft0")
-        samples = []
-        for dscp in DSCP_PCP:
-            for k in range(PER_DSCP):
-                seq = len(samples)
-                samples.append((dscp, rl.roce_ip_packet(4, "10.0.0.1", "10.0.1.1",
-                                                        rl.OP_SEND_ONLY, qp=0x100 + seq,
-                                                        psn=seq, tos=dscp << 2 | 2,
-                                                        sport=49152 + seq)))
-        before = chain.route_packets("fab", FAB_DX4)
-        for _, ip in samples:
-            host_tx.send(rl.frame(ip, dst_mac=macs["gw_host"], src_mac=macs["host"]))
-        got = nl.capture(rcv_rx, len(samples), nl.plain_roce_frame, timeout=5.0)
-        dx4 = chain.route_packets("fab", FAB_DX4) - before
-        if dx4 != len(samples):
-            failures.append(f"(a) kernel End.DX4 on v{VLAN} counted {dx4}, expected "
-                            f"{len(samples)}")
-        if len(got) != len(samples):
-            failures.append(f"(a) rcv got {len(got)} of {len(samples)} packets")
-        log(f"(a) sent {len(samples)}, kernel End.DX4 on v{VLAN} decapsulated {dx4}, "
-            f"rcv got {len(got)}")
-
-        # (b) rcv -> kernel encap out of v100 (tagged) -> gateway End.DX4 -> host, untagged.
-        rcv_tx = nl.packet_socket(chain.ns["rcv"], "lft0")
-        host_rx = nl.packet_socket(chain.ns["host"], "rgt0")
-        back = [rl.roce_ip_packet(4, "10.0.1.1", "10.0.0.1", rl.OP_SEND_ONLY, qp=0x200 + i,
-                                  psn=i, tos=26 << 2, sport=50000 + i) for i in range(6)]
-        nl.drain(host_rx)
-        for ip in back:
-            rcv_tx.send(rl.frame(ip, dst_mac=macs["fab_rcv_side"], src_mac=macs["rcv"]))
-        got_b = nl.capture(host_rx, len(back), nl.plain_roce_frame, timeout=5.0)
-        # The kernel encapsulates on its input path: the inner packets arrive as rcv sent them.
-        got_ips = sorted(bytes(f[14:14 + int.from_bytes(f[16:18], "big")]) for f in got_b)
-        if got_ips != sorted(back):
-            failures.append(f"(b) host got {len(got_b)} packets, not the {len(back)} rcv sent")
-        for f in got_b:
-            if f[:6] != bytes.fromhex(macs["host"].replace(":", "")) or f[12:14] != b"\x08\x00":
-                failures.append(f"(b) host frame header {f[:14].hex(' ')}: expected untagged "
-                                "IPv4 to the host MAC")
-                break
-        log(f"(b) rcv sent {len(back)} through the kernel's encap on v{VLAN}, host got "
-            f"{len(got_b)} untagged")
-        for s in (host_tx, rcv_rx, rcv_tx, host_rx):
-            s.close()
-        time.sleep(0.3)
-        stop_dumpcap(dump)
-        dump = None
-
-        # What was on fab's trunk: the gateway's frames (outer source ours) with their tags.
-        failures += check_tags(pcap, "fab lft0")
-        # The kernel's encapsulations toward us were tagged too (v100's frames).
-        rows_b = gwlib.tshark_fields(pcap, ["vlan.id"], display_filter=f"ipv6.dst == {OUR_DX4}")
-        if [r[0] for r in rows_b] != [str(VLAN)] * len(back):
-            failures.append(f"tshark: kernel frames toward {OUR_DX4}: vlan ids "
-                            f"{[r[0] for r in rows_b]}")
-
-        stats, out, err = gwlib.stop_checked(gw, stats_json, timeout=20)
-        gw = None
-        tot = stats["total"]
-        want = {"encap": len(samples), "fabric_vlan_tagged_out": len(samples),
-                "decap": len(back), "fabric_vlan_tagged_in": len(back)}
-        for k, v in want.items():
-            if tot[k] != v:
-                failures.append(f"gateway {k} = {tot[k]}, expected {v}")
-        drops = {k: v for k, v in tot["drops"].items() if v}
-        if drops:
-            failures.append(f"gateway drops {drops}")
-        log(f"gateway: encap {tot['encap']} tagged out {tot['fabric_vlan_tagged_out']}, "
-            f"decap {tot['decap']} tagged in {tot['fabric_vlan_tagged_in']}; "
-            f"elapsed {time.monotonic() - started:.1f} s")
-        if failures:
-            rl.fail("\n".join(failures))
-    finally:
-        if dump is not None:
-            stop_dumpcap(dump)
-        if gw is not None and gw["p"].poll() is None:
-            gw["p"].kill()
-            gw["p"].wait()
-        chain.cleanup()
 
 
 if __name__ == "__main__":

@@ -47,10 +47,10 @@ class GatewayImpl final : public Gateway {
     workers_.clear();
     rte_ring_free(feedback_ring_);
     // Probes nobody sent: their mbufs go back to the pool before the pool is freed.
-    if (probe_tx_ring_) {
+    for (rte_ring* ring : probe_tx_rings_) {
       void* m = nullptr;
-      while (rte_ring_dequeue(probe_tx_ring_, &m) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
-      rte_ring_free(probe_tx_ring_);
+      while (rte_ring_dequeue(ring, &m) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
+      rte_ring_free(ring);
     }
     rte_ring_free(probe_reply_ring_);
     rte_free(qsbr_);
@@ -80,11 +80,18 @@ class GatewayImpl final : public Gateway {
       return false;
     }
     const std::string serial = std::to_string(ring_serial.fetch_add(1));
-    probe_tx_ring_ = rte_ring_create(("srv6gw_ptx" + serial).c_str(), kProbeTxRingSize,
-                                     SOCKET_ID_ANY, RING_F_SC_DEQ);
+    // One probe TX ring per rail: a rail's probes and reflected replies leave by its own
+    // fabric port (its first worker drains the ring).
+    bool rings_made = true;
+    for (size_t r = 0; r < rails.size() && rings_made; ++r) {
+      rte_ring* ring = rte_ring_create(("srv6gw_ptx" + serial + "_" + std::to_string(r)).c_str(),
+                                       kProbeTxRingSize, SOCKET_ID_ANY, RING_F_SC_DEQ);
+      if (ring) probe_tx_rings_.push_back(ring);
+      rings_made = ring != nullptr;
+    }
     probe_reply_ring_ = rte_ring_create_elem(("srv6gw_prx" + serial).c_str(), sizeof(ProbeReply),
                                              kProbeReplyRingSize, SOCKET_ID_ANY, RING_F_SC_DEQ);
-    if (!probe_tx_ring_ || !probe_reply_ring_) {
+    if (!rings_made || !probe_reply_ring_) {
       error = {"/srv6gw:gateway",
                std::string("cannot create the probe rings: ") + rte_strerror(rte_errno)};
       return false;
@@ -117,8 +124,8 @@ class GatewayImpl final : public Gateway {
       w->feedback_ring = feedback_ring_;
       w->reflect = reflect_.get();
       w->recent_epoch_shift = recent_epoch_shift_;
-      w->probe_tx = probe_tx_ring_;
-      w->probe_tx_drain = i == 0;
+      w->probe_tx = probe_tx_rings_[rail];
+      w->probe_tx_drain = i == first_of_rail;
       w->probe_replies = probe_reply_ring_;
       w->probe_hop_limit.store(cfg.hop_limit, std::memory_order_relaxed);
       w->path_id_in_source.store(cfg.engine.path_id_in_source, std::memory_order_relaxed);
@@ -190,8 +197,9 @@ class GatewayImpl final : public Gateway {
     return rte_ring_sc_dequeue_burst_elem(feedback_ring_, out, sizeof(FeedbackEvent), max, nullptr);
   }
 
-  unsigned send_probes(rte_mbuf* const* pkts, unsigned n) override {
-    return rte_ring_mp_enqueue_burst(probe_tx_ring_, reinterpret_cast<void* const*>(pkts), n,
+  unsigned send_probes(uint16_t rail, rte_mbuf* const* pkts, unsigned n) override {
+    if (rail >= probe_tx_rings_.size()) return 0;
+    return rte_ring_mp_enqueue_burst(probe_tx_rings_[rail], reinterpret_cast<void* const*>(pkts), n,
                                      nullptr);
   }
 
@@ -310,8 +318,9 @@ class GatewayImpl final : public Gateway {
   std::unique_ptr<policy::Runtime> runtime_;
   std::vector<std::unique_ptr<WorkerContext>> workers_;
   std::unique_ptr<LearnedMac[]> learned_host_macs_;  // one per rail
-  rte_ring* feedback_ring_ = nullptr;      // workers enqueue (MP), the engine dequeues (SC)
-  rte_ring* probe_tx_ring_ = nullptr;      // prober + workers enqueue (MP), worker 0 dequeues
+  rte_ring* feedback_ring_ = nullptr;  // workers enqueue (MP), the engine dequeues (SC)
+  // Per rail: the prober and the rail's workers enqueue (MP), its first worker dequeues.
+  std::vector<rte_ring*> probe_tx_rings_;
   rte_ring* probe_reply_ring_ = nullptr;   // workers enqueue (MP), the prober dequeues (SC)
   std::unique_ptr<ReflectTable> reflect_;  // shared by the workers (see feedback.hpp)
   unsigned recent_epoch_shift_ = 24;

@@ -148,9 +148,10 @@ class Gateway {
                             std::vector<RecentUse>& uses) const = 0;
 
   // ---- Path health probes (dataplane/probe.hpp) ----
-  // Hands probe frames (Ethernet onward, one segment each) to worker 0 for the fabric port.
-  // Returns how many were taken; the caller still owns (and frees) the rest. Control thread.
-  virtual unsigned send_probes(rte_mbuf* const* pkts, unsigned n) = 0;
+  // Hands probe frames (Ethernet onward, one segment each) to the first worker of `rail`
+  // (index into config::effective_rails()) for that rail's fabric port. Returns how many were
+  // taken; the caller still owns (and frees) the rest. Control thread.
+  virtual unsigned send_probes(uint16_t rail, rte_mbuf* const* pkts, unsigned n) = 0;
   // Moves up to `max` probe replies the workers received into `out`. Single consumer (the
   // prober on the main lcore).
   virtual unsigned drain_probe_replies(ProbeReply* out, unsigned max) = 0;

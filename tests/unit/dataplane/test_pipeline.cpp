@@ -15,11 +15,13 @@
 #include "dataplane/datapath/burst.hpp"
 #include "dataplane/datapath/chain.hpp"
 #include "dataplane/datapath/mbuf_span.hpp"
+#include "dataplane/datapath/probe.hpp"
 #include "dataplane/worker_context.hpp"
 #include "net/parse.hpp"
 #include "packet_builder.hpp"
 #include "policy/runtime.hpp"
 #include "srv6/encap.hpp"
+#include "srv6/probe.hpp"
 
 namespace srv6gw::dataplane {
 namespace {
@@ -1023,6 +1025,152 @@ TEST_F(PipelineTest, MtuChecksDropTooBigOnBothPorts) {
   }
   EXPECT_EQ(c().drops[size_t(DropReason::too_big)], 4u);
   EXPECT_EQ(c().decap, 1u);
+}
+
+// Probes with fabric-vlan on (docs/design/vlan-jumbo.md): a reflected reply leaves with exactly
+// our tag, the PCP of its traffic class under the DSCP->PCP map, whatever tags the request
+// had; requests are built with the same header (write_probe_l2). Off: tags stay as received.
+TEST_F(PipelineTest, ProbesCarryTheFabricTagWithTheirClassPcp) {
+  auto cfg = gateway_config({"fc00:1::1"});
+  cfg.local_sids.push_back({testing::v6("fc00:aa::e0"), srv6::LocalSidBehavior::end_probe});
+  cfg.fabric_port.vlan.enabled = true;
+  cfg.fabric_port.vlan.id = 100;
+  cfg.fabric_port.vlan.dscp_pcp = {{46, 6}};
+  create(cfg);
+  const net::Ipv6Addr ours = testing::v6("fc00:aa::e0"), theirs = testing::v6("fc00:ffff::e0");
+  auto request = [&](uint8_t traffic_class) {
+    srv6::probe::RequestSpec spec;
+    spec.source = testing::v6("fc00:ffff::2");
+    spec.segments = std::span<const net::Ipv6Addr>(&ours, 1);
+    spec.return_segments = std::span<const net::Ipv6Addr>(&theirs, 1);
+    spec.traffic_class = traffic_class;
+    srv6::probe::Fields f;
+    f.path_id = 9;
+    f.seq = 1;
+    Bytes ip6(srv6::probe::request_len(1, 1));
+    size_t built = 0;
+    EXPECT_EQ(srv6::probe::build_request(spec, f, ip6, built), srv6::probe::Status::ok);
+    ip6.resize(built);
+    return ip6;
+  };
+  // Returns the frame the worker queued for the fabric (empty when none).
+  auto reflect = [&](const Bytes& frame) {
+    rte_mbuf* in[1] = {mbuf(frame)};
+    rte_mbuf* out[1] = {nullptr};
+    EXPECT_EQ(process_fabric_burst(*w_, in, 1, out), 0);  // consumed by the probe path
+    rte_mbuf* tx[2] = {nullptr, nullptr};
+    if (take_probe_tx(*w_, tx, 2) != 1) return Bytes{};
+    Bytes b = bytes(tx[0]);
+    rte_pktmbuf_free(tx[0]);
+    return b;
+  };
+  const Bytes req26 = request(26 << 2 | 2), req46 = request(46 << 2 | 2);
+  const uint16_t other_tci = 7 << 13 | 200;
+  struct Case {
+    Bytes frame;
+    uint16_t want_tci;
+  };
+  const std::vector<Case> cases = {
+      {fabric_frame(req26), 3 << 13 | 100},  // untagged request: the tag is added
+      {with_tag(fabric_frame(req46), other_tci), 6 << 13 | 100},  // another VLAN's tag replaced
+      {test::ethernet({kFabricPortMac.bytes, kNexthopMac.bytes, {{0x88A8, 5}, {0x8100, other_tci}}},
+                      0x86DD, req26),
+       3 << 13 | 100},  // QinQ: both tags replaced by ours
+  };
+  for (const Case& k : cases) {
+    const Bytes got = reflect(k.frame);
+    ASSERT_GE(got.size(), 18u + 40u);
+    EXPECT_EQ(Bytes(got.begin(), got.begin() + 18),
+              with_tag(test::ethernet({kNexthopMac.bytes, kFabricPortMac.bytes, {}}, 0x86DD, {}),
+                       k.want_tci));
+    srv6::probe::Parsed p;
+    EXPECT_EQ(srv6::probe::parse(std::span<const uint8_t>(got).subspan(18), p),
+              srv6::probe::Status::ok);
+    EXPECT_EQ(p.fields.type, srv6::probe::Type::reply);
+  }
+  EXPECT_EQ(c().probe_reflected, cases.size());
+
+  // The prober's requests: the same header from the same settings.
+  const policy::Settings& s = policy::settings_of_rail(*gw_->runtime().view(), 0);
+  ASSERT_EQ(probe_l2_len(s), 18u);
+  Bytes l2(18);
+  write_probe_l2(l2.data(), kNexthopMac.bytes.data(), kFabricPortMac.bytes.data(), s, 46 << 2);
+  EXPECT_EQ(l2, with_tag(test::ethernet({kNexthopMac.bytes, kFabricPortMac.bytes, {}}, 0x86DD, {}),
+                         6 << 13 | 100));
+
+  // Off: no tag added, the request's tags kept.
+  cfg.fabric_port.vlan = {};
+  ASSERT_FALSE(gw_->apply(cfg));
+  EXPECT_EQ(probe_l2_len(policy::settings_of_rail(*gw_->runtime().view(), 0)), 14u);
+  Bytes got = reflect(fabric_frame(req26));
+  ASSERT_GE(got.size(), 14u);
+  EXPECT_EQ(got[12], 0x86);
+  got = reflect(with_tag(fabric_frame(req26), other_tci));
+  ASSERT_GE(got.size(), 18u);
+  EXPECT_EQ(Bytes(got.begin() + 12, got.begin() + 16), Bytes({0x81, 0x00, 0xE0, 0xC8}));
+}
+
+// Probes per rail: a request arriving on rail b is reflected onto rail b's probe TX ring (its
+// fabric port, drained by its first worker) from rail b's fabric MAC to rail b's next hop;
+// the prober's frames handed to a rail go to that rail's ring only; a reply names its rail.
+TEST_F(PipelineTest, RailsReflectAndSendProbesOnTheirOwnRing) {
+  config::GatewayConfig cfg = gateway_config({"fc00:1::1"});
+  cfg.host_port.device.clear();
+  cfg.fabric_port.device.clear();
+  const net::MacAddr nexthop1 = testing::mac("02:00:00:00:13:13");
+  const net::MacAddr fabric1 = testing::mac("02:00:00:00:12:12");
+  config::Rail r0, r1;
+  r0.name = "a";
+  r0.host_port.device = "0";
+  r0.fabric_port.device = "1";
+  r1.name = "b";
+  r1.host_port.device = "2";
+  r1.fabric_port.device = "3";
+  r1.fabric_nexthop_mac = nexthop1;
+  r1.local_sids = {{testing::v6("fc00:b::e0"), srv6::LocalSidBehavior::end_probe}};
+  cfg.rails = {r0, r1};
+  RailEnv envs[2];
+  envs[0].ports = {kHostPortMac, kFabricPortMac, true};
+  envs[1].ports = {testing::mac("02:00:00:00:11:11"), fabric1, true};
+  config::ConfigError err;
+  gw_ = Gateway::create(cfg, envs, g_hdr_pool, err);
+  ASSERT_NE(gw_, nullptr) << err.path << ": " << err.message;
+  WorkerContext* a = gw_->worker(0);
+  WorkerContext* b = gw_->worker(1);
+
+  const net::Ipv6Addr ours = testing::v6("fc00:b::e0"), theirs = testing::v6("fc00:ffff::e0");
+  srv6::probe::RequestSpec spec;
+  spec.source = testing::v6("fc00:ffff::2");
+  spec.segments = std::span<const net::Ipv6Addr>(&ours, 1);
+  spec.return_segments = std::span<const net::Ipv6Addr>(&theirs, 1);
+  srv6::probe::Fields f;
+  f.path_id = 3;
+  Bytes ip6(srv6::probe::request_len(1, 1));
+  size_t built = 0;
+  ASSERT_EQ(srv6::probe::build_request(spec, f, ip6, built), srv6::probe::Status::ok);
+  ip6.resize(built);
+  rte_mbuf* in[1] = {mbuf(fabric_frame(ip6))};
+  rte_mbuf* out[2] = {nullptr, nullptr};
+  EXPECT_EQ(process_fabric_burst(*b, in, 1, out), 0);
+  EXPECT_EQ(take_probe_tx(*a, out, 2), 0);  // not rail a's port
+  ASSERT_EQ(take_probe_tx(*b, out, 2), 1);
+  const Bytes got = bytes(out[0]);
+  rte_pktmbuf_free(out[0]);
+  ASSERT_GE(got.size(), 14u);
+  EXPECT_EQ(Bytes(got.begin(), got.begin() + 6),
+            Bytes(nexthop1.bytes.begin(), nexthop1.bytes.end()));
+  EXPECT_EQ(Bytes(got.begin() + 6, got.begin() + 12),
+            Bytes(fabric1.bytes.begin(), fabric1.bytes.end()));
+
+  // The prober's frames: to the rail named, drained by that rail's first worker only.
+  rte_mbuf* probe = mbuf(fabric_frame(ip6));
+  ASSERT_EQ(gw_->send_probes(1, &probe, 1), 1u);
+  EXPECT_EQ(take_probe_tx(*a, out, 2), 0);
+  ASSERT_EQ(take_probe_tx(*b, out, 2), 1);
+  rte_pktmbuf_free(out[0]);
+  rte_mbuf* stray = mbuf(fabric_frame(ip6));
+  EXPECT_EQ(gw_->send_probes(2, &stray, 1), 0u);  // no such rail: refused, still ours
+  rte_pktmbuf_free(stray);
 }
 
 }  // namespace

@@ -264,11 +264,28 @@ ParseStatus parse_frame_general(std::span<const uint8_t> frame, PacketInfo& info
   return parse_frame_cleared(frame.data(), frame.size(), info);
 }
 
-ParseStatus parse_ip(std::span<const uint8_t> packet, Family family, PacketInfo& info) {
-  info = PacketInfo{};
-  if (family == Family::ipv4) return parse_ipv4_at(packet.data(), 0, packet.size(), info);
-  if (family == Family::ipv6) return parse_ipv6_at(packet.data(), 0, packet.size(), info);
+namespace {
+
+// parse_ip() without clearing `info` first, as parse_frame_fields: on ok every field is
+// written (the IP walk writes all but the L2 fields, set here).
+inline ParseStatus parse_ip_fields(const uint8_t* p, size_t len, Family family, PacketInfo& info) {
+  info.vlan_count = 0;
+  std::memset(info.vlan_tci, 0, sizeof info.vlan_tci);
+  std::memset(info.vlan_tpid, 0, sizeof info.vlan_tpid);
+  info.l3_offset = 0;
+  if (SRV6GW_LIKELY(family == Family::ipv4)) return parse_ipv4_at(p, 0, len, info);
+  if (family == Family::ipv6) return parse_ipv6_at(p, 0, len, info);
   return ParseStatus::not_ip;
+}
+
+}  // namespace
+
+ParseStatus parse_ip(std::span<const uint8_t> packet, Family family, PacketInfo& info) {
+  const ParseStatus st = parse_ip_fields(packet.data(), packet.size(), family, info);
+  if (SRV6GW_LIKELY(st == ParseStatus::ok)) return st;
+  // As parse_frame_general: the fields up to the failing layer set, all others zero.
+  info = PacketInfo{};
+  return parse_ip_fields(packet.data(), packet.size(), family, info);
 }
 
 uint32_t outer_flow_label(const PacketInfo& info) {

@@ -496,8 +496,8 @@ int run_parse(const Options& o) {
         (unsigned long long)c.frames, info.family == net::Family::ipv4 ? "ipv4" : "ipv6",
         net::to_string(info.src).c_str(), net::to_string(info.dst).c_str(),
         unsigned(info.vlan_count), unsigned(info.udp_sport), unsigned(info.bth.dest_qp),
-        unsigned(info.bth.opcode), unsigned(info.bth.psn), unsigned(info.ecn), unsigned(info.dscp),
-        unsigned(info.is_cnp), icrc_ok ? "valid" : "bad");
+        unsigned(info.bth.opcode), unsigned(info.bth.psn()), unsigned(info.ecn),
+        unsigned(info.dscp), unsigned(info.is_cnp), icrc_ok ? "valid" : "bad");
   }
   if (!input_ended_cleanly(*reader, o.in)) return kExitIo;
   std::printf("frames %llu\n", (unsigned long long)c.frames);

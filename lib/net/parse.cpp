@@ -30,26 +30,19 @@ inline void store_ipv4_addr(IpAddr& a, const uint8_t* p) {
   std::memcpy(a.bytes.data(), &v, 16);
 }
 
-// Fills the BTH fields and is_cnp from the BTH at `b`. The BTH is loaded into registers
-// first: stores into `info` may alias the frame (uint8_t), which would otherwise force a
-// reload of each byte after every field store.
+// Fills the BTH record and is_cnp from the BTH at `b`: the opcode and DestQP the data plane
+// reads, and the header's bytes for the other fields. Everything is loaded before the first
+// store: stores into `info` may alias the frame (uint8_t), which would otherwise force
+// reloads after every store.
 inline void store_bth(const uint8_t* b, PacketInfo& info) {
+  uint8_t bytes[kBthLen];
+  std::memcpy(bytes, b, kBthLen);
+  const uint32_t w1 = load_be32(bytes + 4);
   Bth& bth = info.bth;
-  const uint32_t w0 = load_be32(b);
-  const uint32_t w1 = load_be32(b + 4);
-  const uint32_t w2 = load_be32(b + 8);
-  bth.opcode = uint8_t(w0 >> 24);
-  bth.solicited_event = (w0 >> 23) & 1;
-  bth.mig_req = (w0 >> 22) & 1;
-  bth.pad_count = uint8_t((w0 >> 20) & 0x3);
-  bth.tver = uint8_t((w0 >> 16) & 0xF);
-  bth.pkey = uint16_t(w0);
-  bth.fecn = (w1 >> 31) & 1;
-  bth.becn = (w1 >> 30) & 1;
+  std::memcpy(bth.bytes, bytes, kBthLen);
+  bth.opcode = bytes[0];
   bth.dest_qp = w1 & 0xFFFFFF;
-  bth.ack_req = (w2 >> 31) & 1;
-  bth.psn = w2 & 0xFFFFFF;
-  info.is_cnp = bth.opcode == kBthOpcodeCnp;
+  info.is_cnp = bytes[0] == kBthOpcodeCnp;
 }
 
 // UDP header at `l4`, IP payload ends at `l3_end` (not the frame end: Ethernet padding
@@ -69,7 +62,7 @@ inline ParseStatus parse_udp_bth(const uint8_t* p, size_t l4, size_t l3_end, Pac
   const size_t bth_off = l4 + kUdpHeaderLen;
   info.bth_offset = uint16_t(bth_off);
   store_bth(p + bth_off, info);
-  if (SRV6GW_UNLIKELY(info.bth.tver != 0)) return ParseStatus::bad_bth_tver;
+  if (SRV6GW_UNLIKELY(info.bth.tver() != 0)) return ParseStatus::bad_bth_tver;
   return ParseStatus::ok;
 }
 
@@ -271,11 +264,28 @@ ParseStatus parse_frame_general(std::span<const uint8_t> frame, PacketInfo& info
   return parse_frame_cleared(frame.data(), frame.size(), info);
 }
 
-ParseStatus parse_ip(std::span<const uint8_t> packet, Family family, PacketInfo& info) {
-  info = PacketInfo{};
-  if (family == Family::ipv4) return parse_ipv4_at(packet.data(), 0, packet.size(), info);
-  if (family == Family::ipv6) return parse_ipv6_at(packet.data(), 0, packet.size(), info);
+namespace {
+
+// parse_ip() without clearing `info` first, as parse_frame_fields: on ok every field is
+// written (the IP walk writes all but the L2 fields, set here).
+inline ParseStatus parse_ip_fields(const uint8_t* p, size_t len, Family family, PacketInfo& info) {
+  info.vlan_count = 0;
+  std::memset(info.vlan_tci, 0, sizeof info.vlan_tci);
+  std::memset(info.vlan_tpid, 0, sizeof info.vlan_tpid);
+  info.l3_offset = 0;
+  if (SRV6GW_LIKELY(family == Family::ipv4)) return parse_ipv4_at(p, 0, len, info);
+  if (family == Family::ipv6) return parse_ipv6_at(p, 0, len, info);
   return ParseStatus::not_ip;
+}
+
+}  // namespace
+
+ParseStatus parse_ip(std::span<const uint8_t> packet, Family family, PacketInfo& info) {
+  const ParseStatus st = parse_ip_fields(packet.data(), packet.size(), family, info);
+  if (SRV6GW_LIKELY(st == ParseStatus::ok)) return st;
+  // As parse_frame_general: the fields up to the failing layer set, all others zero.
+  info = PacketInfo{};
+  return parse_ip_fields(packet.data(), packet.size(), family, info);
 }
 
 uint32_t outer_flow_label(const PacketInfo& info) {

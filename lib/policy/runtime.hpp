@@ -87,12 +87,16 @@ class LocalSidTable {
   bool empty() const { return entries_.empty(); }
   size_t size() const { return entries_.size(); }
   const Entry* find(const uint8_t* addr16) const {
+    // The address as two big-endian words: comparing those is memcmp's byte order, without
+    // a call per step (the lookup runs on every fabric packet).
+    const uint64_t key_hi = load_be64(addr16), key_lo = load_be64(addr16 + 8);
     size_t lo = 0, hi = entries_.size();
     while (lo < hi) {
       const size_t mid = (lo + hi) / 2;
-      const int c = std::memcmp(entries_[mid].sid.bytes.data(), addr16, 16);
-      if (c == 0) return &entries_[mid];
-      if (c < 0)
+      const uint8_t* sid = entries_[mid].sid.bytes.data();
+      const uint64_t sid_hi = load_be64(sid), sid_lo = load_be64(sid + 8);
+      if (sid_hi == key_hi && sid_lo == key_lo) return &entries_[mid];
+      if (sid_hi < key_hi || (sid_hi == key_hi && sid_lo < key_lo))
         lo = mid + 1;
       else
         hi = mid;
@@ -106,6 +110,11 @@ class LocalSidTable {
   }
 
  private:
+  static uint64_t load_be64(const uint8_t* p) {
+    uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return __builtin_bswap64(v);
+  }
   std::vector<Entry> entries_;
 };
 

@@ -52,11 +52,6 @@ unsigned srh_entries(unsigned destinations, EncapMode mode) {
   return mode == EncapMode::encaps ? destinations : destinations - 1;
 }
 
-unsigned header_len_for(unsigned entries) {
-  return entries == 0 ? net::kIpv6HeaderLen
-                      : net::kIpv6HeaderLen + net::kSrhFixedLen + net::kIpv6AddrLen * entries;
-}
-
 // Packs the micro-SIDs of `sids` (each block|usid|zeros) into containers
 // block|usid_1|...|usid_k|zeros; `count` receives the number of containers.
 BuildStatus pack_usids(std::span<const net::Ipv6Addr> sids, UsidFormat f,
@@ -97,7 +92,7 @@ BuildStatus pack_usids(std::span<const net::Ipv6Addr> sids, UsidFormat f,
 unsigned encap_header_len(unsigned sid_count, EncapMode mode, UsidFormat usid) {
   const unsigned destinations = destination_count(sid_count, mode, usid);
   if (destinations == 0) return 0;
-  return header_len_for(srh_entries(destinations, mode));
+  return header_len_of_srh_entries(srh_entries(destinations, mode));
 }
 
 BuildStatus build_template(const TemplateSpec& spec, EncapTemplate& out) {
@@ -144,7 +139,7 @@ BuildStatus build_template(const TemplateSpec& spec, EncapTemplate& out) {
                   net::kIpv6AddrLen);
   }
 
-  out.size = uint16_t(header_len_for(entries));
+  out.size = uint16_t(header_len_of_srh_entries(entries));
   out.next_header_offset = has_srh ? uint16_t(net::kIpv6HeaderLen) : uint16_t(6);
   out.tag_offset = has_srh ? uint16_t(net::kIpv6HeaderLen + 6) : uint16_t(0);
   out.segment_count = spec.mode == EncapMode::usid ? uint8_t(n) : uint8_t(entries);

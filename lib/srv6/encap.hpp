@@ -55,6 +55,13 @@ struct alignas(64) EncapTemplate {
   EncapMode mode = EncapMode::encaps;  // mode the template was built for (diagnostics)
 };
 
+// Bytes of an outer header with an SRH of `entries` segments (0: no SRH, the IPv6 header
+// alone).
+constexpr unsigned header_len_of_srh_entries(unsigned entries) {
+  return entries == 0 ? net::kIpv6HeaderLen
+                      : net::kIpv6HeaderLen + net::kSrhFixedLen + net::kIpv6AddrLen * entries;
+}
+
 #define SRV6GW_BUILD_STATUSES(X)                                                                \
   X(ok, "ok")                                                                                   \
   X(no_sids, "no_sids")             /* empty segment list */                                    \
@@ -136,13 +143,42 @@ inline bool source_has_entropy_room(const net::Ipv6Addr& source, unsigned bits) 
 // Never touches the inner packet. The caller keeps t.size - 40 + inner_len <= 65535 (MTU).
 // Inline: per packet it is a few 32-byte moves and four stores.
 // The source store replaces the template's low 16 source bits (validation keeps them zero).
-inline void write_encap(const EncapTemplate& t, uint8_t* dst, const EncapFields& f) {
+// Copies the template's `size` bytes and no byte past them (the inner packet follows when
+// prepending in place). The sizes of one to six destinations (no SRH: 40; an SRH of k
+// entries: 40 + 8 + 16k) are fixed-size copies the compiler turns into a few wide moves;
+// larger templates take a loop of 32-byte blocks, the last one overlapping the one before.
+inline void copy_template(const EncapTemplate& t, uint8_t* dst) {
   const unsigned size = t.size;  // >= 40 for any built template
-  // 32-byte blocks, the last one overlapping the previous so no byte past `size` (the inner
-  // packet, when prepending in place) is written.
+  switch (size) {
+    case header_len_of_srh_entries(0):
+      __builtin_memcpy(dst, t.bytes, header_len_of_srh_entries(0));
+      return;
+    case header_len_of_srh_entries(1):
+      __builtin_memcpy(dst, t.bytes, header_len_of_srh_entries(1));
+      return;
+    case header_len_of_srh_entries(2):
+      __builtin_memcpy(dst, t.bytes, header_len_of_srh_entries(2));
+      return;
+    case header_len_of_srh_entries(3):
+      __builtin_memcpy(dst, t.bytes, header_len_of_srh_entries(3));
+      return;
+    case header_len_of_srh_entries(4):
+      __builtin_memcpy(dst, t.bytes, header_len_of_srh_entries(4));
+      return;
+    case header_len_of_srh_entries(5):
+      __builtin_memcpy(dst, t.bytes, header_len_of_srh_entries(5));
+      return;
+    default:
+      break;
+  }
   unsigned i = 0;
   for (; i + 32 <= size; i += 32) __builtin_memcpy(dst + i, t.bytes + i, 32);
   if (i < size) __builtin_memcpy(dst + size - 32, t.bytes + size - 32, 32);
+}
+
+inline void write_encap(const EncapTemplate& t, uint8_t* dst, const EncapFields& f) {
+  const unsigned size = t.size;
+  copy_template(t, dst);
   net::store_be32(dst, 0x60000000u | uint32_t(f.traffic_class) << 20 | (f.flow_label & 0xFFFFF));
   net::store_be16(dst + 4, uint16_t(size - net::kIpv6HeaderLen + f.inner_len));
   dst[t.next_header_offset] = f.inner_proto;

@@ -105,7 +105,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(net::parse_ip(inner.bytes, inner.family, info) == net::ParseStatus::ok);
   FUZZ_CHECK(info.l3_len == inner.bytes.size());
   FUZZ_CHECK(info.udp_sport == inner.udp_sport && info.bth.opcode == inner.opcode);
-  FUZZ_CHECK(info.bth.dest_qp == inner.dest_qp && info.bth.psn == inner.psn);
+  FUZZ_CHECK(info.bth.dest_qp == inner.dest_qp && info.bth.psn() == inner.psn);
   FUZZ_CHECK((info.dscp << 2 | info.ecn) == inner.traffic_class);
   FUZZ_CHECK(net::roce_icrc_valid(inner.bytes, inner.family));
 

@@ -70,9 +70,9 @@ void check_info(std::span<const uint8_t> frame, size_t l3, ParseStatus st, const
   FUZZ_CHECK(info.udp_sport == srv6gw::fuzz::be16(udp));
   const uint8_t* bth = frame.data() + info.bth_offset;
   FUZZ_CHECK(info.bth.opcode == bth[0]);
-  FUZZ_CHECK(info.bth.tver == 0 && info.bth.pad_count < 4);
+  FUZZ_CHECK(info.bth.tver() == 0 && info.bth.pad_count() < 4);
   FUZZ_CHECK(info.bth.dest_qp == (uint32_t(bth[5]) << 16 | uint32_t(bth[6]) << 8 | bth[7]));
-  FUZZ_CHECK(info.bth.psn == (uint32_t(bth[9]) << 16 | uint32_t(bth[10]) << 8 | bth[11]));
+  FUZZ_CHECK(info.bth.psn() == (uint32_t(bth[9]) << 16 | uint32_t(bth[10]) << 8 | bth[11]));
   FUZZ_CHECK(info.is_cnp == (info.bth.opcode == net::kBthOpcodeCnp));
   const uint32_t label = net::outer_flow_label(info);
   FUZZ_CHECK(label != 0 && label <= 0xFFFFF);
@@ -106,7 +106,7 @@ void check_agrees(std::span<const uint8_t> frame, const PacketInfo& in_frame, Pa
   FUZZ_CHECK(at_ip.l4_offset + l3 == in_frame.l4_offset);
   FUZZ_CHECK(at_ip.bth_offset + l3 == in_frame.bth_offset);
   FUZZ_CHECK(at_ip.src == in_frame.src && at_ip.dst == in_frame.dst);
-  FUZZ_CHECK(at_ip.bth.dest_qp == in_frame.bth.dest_qp && at_ip.bth.psn == in_frame.bth.psn);
+  FUZZ_CHECK(at_ip.bth.dest_qp == in_frame.bth.dest_qp && at_ip.bth.psn() == in_frame.bth.psn());
   FUZZ_CHECK(net::outer_flow_label(at_ip) == net::outer_flow_label(in_frame));
 }
 

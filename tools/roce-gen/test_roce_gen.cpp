@@ -79,13 +79,13 @@ TEST_P(RoceFrameTest, EveryOpcodeClassifiesWithItsFieldsAndAValidIcrc) {
     EXPECT_EQ(info.vlan_count, vlan ? 1 : 0);
     EXPECT_EQ(info.bth.opcode, uint8_t(op));
     EXPECT_EQ(info.bth.dest_qp, 0xabcdefu);
-    EXPECT_EQ(info.bth.psn, 0x123456u);
-    EXPECT_TRUE(info.bth.ack_req);
-    EXPECT_TRUE(info.bth.mig_req);
-    EXPECT_EQ(info.bth.pad_count, 0);
-    EXPECT_EQ(info.bth.becn, op == Opcode::cnp);
+    EXPECT_EQ(info.bth.psn(), 0x123456u);
+    EXPECT_TRUE(info.bth.ack_req());
+    EXPECT_TRUE(info.bth.mig_req());
+    EXPECT_EQ(info.bth.pad_count(), 0);
+    EXPECT_EQ(info.bth.becn(), op == Opcode::cnp);
     EXPECT_EQ(info.is_cnp, op == Opcode::cnp);
-    EXPECT_EQ(info.bth.pkey, 0xffff);
+    EXPECT_EQ(info.bth.pkey(), 0xffff);
     EXPECT_EQ(info.udp_sport, 0xc123);
     EXPECT_EQ(info.udp_dport, 4791);
     EXPECT_EQ(info.dscp, 26);
@@ -303,7 +303,7 @@ TEST(Generator, DeterministicPerSeedWithPerQpSequences) {
     EXPECT_TRUE(net::roce_icrc_valid(std::span<const uint8_t>(f.bytes).subspan(info.l3_offset),
                                      info.family));
     EXPECT_EQ(info.bth.dest_qp, f.info.dest_qp);
-    EXPECT_EQ(info.bth.psn, f.info.psn);
+    EXPECT_EQ(info.bth.psn(), f.info.psn);
     EXPECT_EQ(info.bth.opcode, uint8_t(f.info.opcode));
     EXPECT_EQ(info.family, f.info.family);
     families.insert(info.family);
@@ -315,16 +315,16 @@ TEST(Generator, DeterministicPerSeedWithPerQpSequences) {
     EXPECT_EQ(it->second, info.udp_sport);
     (void)fresh;
     if (f.info.opcode == Opcode::cnp) {
-      EXPECT_EQ(info.bth.psn, 0u);
+      EXPECT_EQ(info.bth.psn(), 0u);
       EXPECT_EQ(info.ecn, 0);
       EXPECT_EQ(info.dscp, 48);
       continue;
     }
     auto prev = last_psn.find(f.info.dest_qp);
     if (prev != last_psn.end()) {
-      EXPECT_EQ(info.bth.psn, (prev->second + 1) & 0xffffff);
+      EXPECT_EQ(info.bth.psn(), (prev->second + 1) & 0xffffff);
     }
-    last_psn[f.info.dest_qp] = info.bth.psn;
+    last_psn[f.info.dest_qp] = info.bth.psn();
   }
   EXPECT_EQ(non_roce, 60u);
   EXPECT_EQ(families.size(), 2u);

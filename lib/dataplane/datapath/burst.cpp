@@ -374,7 +374,9 @@ inline rte_mbuf* decap_one(WorkerContext& w, const policy::Settings& s, rte_mbuf
   {
     const bool ce = r.outer_ecn == 3;
     c.outer_ce_seen += ce;
-    net::PacketInfo inner;
+    // Raw storage: parse_ip() writes every field on ok and clears the record otherwise.
+    alignas(net::PacketInfo) unsigned char inner_storage[sizeof(net::PacketInfo)];
+    net::PacketInfo& inner = *std::launder(reinterpret_cast<net::PacketInfo*>(inner_storage));
     const uint8_t* inner_ip = d + l3_offset + r.inner_offset;
     const std::span<const uint8_t> ip(inner_ip, r.inner_len);
     // A chain's inner headers are read from the first segment only.

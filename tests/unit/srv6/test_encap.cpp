@@ -301,7 +301,8 @@ TEST(Encap, Names) {
 }
 
 TEST(WriteEncap, PatchesPerPacketFieldsOnly) {
-  for (unsigned n : {1u, 2u, 3u, 6u, 16u}) {
+  // Every SID count: each fixed-size copy of copy_template and the loop beyond them.
+  for (unsigned n = 1; n <= kMaxSids; ++n) {
     for (EncapMode mode : {EncapMode::encaps, EncapMode::encaps_red}) {
       const auto sids = full_sids(n);
       EncapTemplate t;

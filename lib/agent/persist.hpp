@@ -42,8 +42,8 @@ struct PathDown {
 //                                      over the file's for rails of the same name.
 struct StateExtras {
   bool engine_params_from_agent = false;
-  bool rails_from_agent = false;
   std::vector<PathDown> paths_down;
+  bool rails_from_agent = false;  // last: tests build this aggregate positionally
   friend bool operator==(const StateExtras&, const StateExtras&) = default;
 };
 

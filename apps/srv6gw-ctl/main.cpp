@@ -232,6 +232,7 @@ int cmd_apply(Ctx& c) {
             << "  steering    +" << n.steering_upserted() << " -" << n.steering_deleted() << "\n"
             << "  local SIDs  +" << n.local_sids_upserted() << " -" << n.local_sids_deleted()
             << "\n";
+  if (n.rails_upserted()) std::cout << "  rails       ~" << n.rails_upserted() << "\n";
   return kExitOk;
 }
 
@@ -393,6 +394,19 @@ int cmd_state(Ctx& c) {
             << "local SIDs     " << st.local_sids() << "\n"
             << "state file     " << (st.state_file().empty() ? "(not persisted)" : st.state_file())
             << "\n";
+  if (st.rails_size() == 0) return kExitOk;  // a single pair: one implicit rail
+  Table t({"RAIL", "HOST", "FABRIC", "QUEUES", "SOURCE", "VLAN", "MTU H/F", "LOCAL SIDS"});
+  for (const v1::Rail& r : st.rails()) {
+    std::string sids;
+    for (const auto& ls : r.local_sids()) sids += (sids.empty() ? "" : " ") + ls.sid();
+    auto mtu = [](uint32_t m) { return m ? std::to_string(m) : std::string("-"); };
+    t.add({r.name(), r.host(), r.fabric(), std::to_string(r.queues()),
+           r.source_address().empty() ? "(gateway)" : r.source_address(),
+           r.has_fabric_vlan() ? std::to_string(r.fabric_vlan().id()) : "-",
+           mtu(r.host_mtu()) + "/" + mtu(r.fabric_mtu()), sids.empty() ? "-" : sids});
+  }
+  std::cout << "\n";
+  t.print(std::cout);
   return kExitOk;
 }
 

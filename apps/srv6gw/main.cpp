@@ -297,7 +297,7 @@ void control_loop(App& app, ServiceNotifier& service) {
         std::lock_guard lock(app.control_mutex);
         cur = take_snapshot(app);
       }
-      spdlog::info("{}", interval_line(prev, cur));
+      for (const std::string& line : interval_lines(prev, cur)) spdlog::info("{}", line);
       prev = std::move(cur);
       next_stats = now + std::chrono::milliseconds(interval_ms);
     }

@@ -70,26 +70,60 @@ double cycles_per_packet(uint64_t busy, uint64_t packets) {
 
 }  // namespace
 
-std::string interval_line(const Snapshot& prev, const Snapshot& cur) {
-  const double dt = seconds_between(prev.tsc, cur.tsc);
-  if (dt <= 0) return {};
+namespace {
+
+// One interval's rates of a host/fabric port pair and the workers serving it.
+std::string rates_line(double dt, const rte_eth_stats& host0, const rte_eth_stats& host1,
+                       const rte_eth_stats& fabric0, const rte_eth_stats& fabric1,
+                       const WorkerCounters& p, const WorkerCounters& c) {
   auto rate = [dt](uint64_t a, uint64_t b) { return human_rate(double(b - a) / dt); };
-  const auto& p = prev.total;
-  const auto& c = cur.total;
   const uint64_t rx = (c.rx_host + c.rx_fabric) - (p.rx_host + p.rx_fabric);
   const uint64_t pass_prev = p.passed_host_to_fabric + p.passed_fabric_to_host;
   const uint64_t pass_cur = c.passed_host_to_fabric + c.passed_fabric_to_host;
   return fmt::format(
       "host rx {}pps tx {}pps | fabric rx {}pps tx {}pps | encap {}/s decap {}/s pass {}/s "
       "drop {}/s | missed {} | {:.1f} cycles/pkt",
-      rate(prev.host.eth.ipackets, cur.host.eth.ipackets),
-      rate(prev.host.eth.opackets, cur.host.eth.opackets),
-      rate(prev.fabric.eth.ipackets, cur.fabric.eth.ipackets),
-      rate(prev.fabric.eth.opackets, cur.fabric.eth.opackets), rate(p.encap, c.encap),
-      rate(p.decap, c.decap), rate(pass_prev, pass_cur), rate(total_drops(p), total_drops(c)),
-      (cur.host.eth.imissed + cur.fabric.eth.imissed) -
-          (prev.host.eth.imissed + prev.fabric.eth.imissed),
+      rate(host0.ipackets, host1.ipackets), rate(host0.opackets, host1.opackets),
+      rate(fabric0.ipackets, fabric1.ipackets), rate(fabric0.opackets, fabric1.opackets),
+      rate(p.encap, c.encap), rate(p.decap, c.decap), rate(pass_prev, pass_cur),
+      rate(total_drops(p), total_drops(c)),
+      (host1.imissed + fabric1.imissed) - (host0.imissed + fabric0.imissed),
       cycles_per_packet(c.busy_tsc - p.busy_tsc, rx));
+}
+
+// The counters the line shows, summed over every rail's port of one role.
+rte_eth_stats sum_ports(const std::vector<RailSnapshot>& rails, bool host) {
+  rte_eth_stats sum{};
+  for (const RailSnapshot& r : rails) {
+    const rte_eth_stats& e = host ? r.host.eth : r.fabric.eth;
+    sum.ipackets += e.ipackets;
+    sum.opackets += e.opackets;
+    sum.imissed += e.imissed;
+  }
+  return sum;
+}
+
+}  // namespace
+
+std::vector<std::string> interval_lines(const Snapshot& prev, const Snapshot& cur) {
+  const double dt = seconds_between(prev.tsc, cur.tsc);
+  if (dt <= 0) return {};
+  if (!cur.named_rails || prev.rails.size() != cur.rails.size()) {
+    return {rates_line(dt, prev.host.eth, cur.host.eth, prev.fabric.eth, cur.fabric.eth, prev.total,
+                       cur.total)};
+  }
+  std::vector<std::string> lines;
+  lines.push_back("all rails: " + rates_line(dt, sum_ports(prev.rails, true),
+                                             sum_ports(cur.rails, true),
+                                             sum_ports(prev.rails, false),
+                                             sum_ports(cur.rails, false), prev.total, cur.total));
+  for (size_t i = 0; i < cur.rails.size(); ++i) {
+    const RailSnapshot &a = prev.rails[i], &b = cur.rails[i];
+    lines.push_back(
+        "rail " + b.name + ": " +
+        rates_line(dt, a.host.eth, b.host.eth, a.fabric.eth, b.fabric.eth, a.total, b.total));
+  }
+  return lines;
 }
 
 std::string final_report(const App& app, const Snapshot& s,

@@ -49,9 +49,11 @@ using dataplane::total_drops;
 // Reads the workers' counters (racy reads of monotonic 64-bit values) and the ports' stats.
 Snapshot take_snapshot(App& app);
 
-// One line of rates between two snapshots, e.g.
-// "host rx 1.20 Mpps tx 1.20 Mpps | fabric rx ... | encap 1.20 M/s decap ... | 85 cycles/pkt".
-std::string interval_line(const Snapshot& prev, const Snapshot& cur);
+// The rates between two snapshots: for a single pair one line, e.g.
+// "host rx 1.20 Mpps tx 1.20 Mpps | fabric rx ... | encap 1.20 M/s decap ... | 85 cycles/pkt";
+// with rails the same figures summed over every rail ("all rails: host rx ..."), then one line
+// per rail ("rail gpu0: host rx ...").
+std::vector<std::string> interval_lines(const Snapshot& prev, const Snapshot& cur);
 
 // The exit report: ports, workers, policies/paths, drops and statuses by name (non-zero).
 std::string final_report(const App& app, const Snapshot& s,

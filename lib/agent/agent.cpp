@@ -171,6 +171,7 @@ struct Agent::Impl final : public v1::Gateway::Service {
     resp->set_steering_rules(uint32_t(s->config.steering.size()));
     resp->set_local_sids(uint32_t(s->config.local_sids.size()));
     resp->set_state_file(options.state_path);
+    for (const config::Rail& r : s->config.rails) to_proto(r, *resp->add_rails());
     return grpc::Status::OK;
   }
 

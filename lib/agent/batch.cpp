@@ -169,6 +169,16 @@ void apply_changeset(const Changeset& changes, AgentState& state) {
       cfg.local_sids.erase(it);
     }
   }
+  for (const config::Rail& rail : changes.rails) {
+    for (config::Rail& r : cfg.rails) {
+      if (r.name != rail.name) continue;
+      // Not in the message: the gateway-wide ports/lossless, as the loader gives every rail.
+      config::Rail next = rail;
+      next.host_port.lossless = r.host_port.lossless;
+      next.fabric_port.lossless = r.fabric_port.lossless;
+      r = std::move(next);
+    }
+  }
 }
 
 Batch::Batch(const AgentState& base, const config::ConfigIndex& index,
@@ -320,10 +330,33 @@ std::optional<BatchError> Batch::run(Validation validation) {
         ++counts_.local_sids_deleted;
         break;
       }
+      case v1::Change::kUpsertRail: {
+        config::Rail rail;
+        FieldError fe;
+        if (!from_proto(c.upsert_rail(), rail, fe)) return field_error(i, "upsert_rail", fe);
+        const config::Rail* running = nullptr;
+        for (const config::Rail& r : base_.config.rails)
+          if (r.name == rail.name) running = &r;
+        if (!running) {
+          return not_found(change_field(i, "upsert_rail", "name") + ": no rail '" + rail.name +
+                           "' (" + config::rail_path(rail.name) +
+                           "): rails are set up at start; adding one needs a restart");
+        }
+        rail_change_[rail.name] = i;
+        auto it = std::find_if(changeset_.rails.begin(), changeset_.rails.end(),
+                               [&](const config::Rail& r) { return r.name == rail.name; });
+        if (it != changeset_.rails.end())
+          *it = std::move(rail);
+        else
+          changeset_.rails.push_back(std::move(rail));
+        ++counts_.rails_upserted;
+        break;
+      }
       default:
         return invalid("changes[" + std::to_string(i) +
                        "]: empty change: set one of upsert_policy, delete_policy, "
-                       "upsert_steering, delete_steering, upsert_local_sid, delete_local_sid");
+                       "upsert_steering, delete_steering, upsert_local_sid, delete_local_sid, "
+                       "upsert_rail");
     }
   }
   const auto t_delta = std::chrono::steady_clock::now();
@@ -337,7 +370,9 @@ std::optional<BatchError> Batch::run(Validation validation) {
     ~CheckTimer() { times.check_ms = ms_between(start, std::chrono::steady_clock::now()); }
   } check_timer{times_, t_check};
 
-  if (validation == Validation::full) {
+  // A rail change is checked on the whole result (rare: an operator's edit of MACs, VLAN or
+  // per-rail SIDs; the indexes hold the shared tables only): O(configuration).
+  if (validation == Validation::full || !changeset_.rails.empty()) {
     // The file loader's check over the whole result (tests compare it with the indexes').
     auto candidate = copy_state(base_);
     apply_changeset(changeset_, *candidate);
@@ -352,6 +387,7 @@ std::optional<BatchError> Batch::run(Validation validation) {
           return still_used(r.policy, r.id, config::rule_path(r, k) + "/policy");
       }
     }
+    if (auto e = config::check_rails_change(base_.config, cfg)) return invalid(describe(*e));
     if (auto e = config::validate(cfg)) return invalid(describe(*e));
     return std::nullopt;
   }
@@ -460,6 +496,9 @@ std::string Batch::describe(const config::ConfigError& e) const {
       return change_field(it->second, kind, c.has_upsert_local_sid() ? local_sid_field(rest) : "") +
              ": " + e.message + where;
     }
+  } else if (split_keyed(e.path, "/srv6gw:gateway/rails/rail[name=", key, rest)) {
+    if (auto it = rail_change_.find(key); it != rail_change_.end())
+      return change_field(it->second, "upsert_rail", rail_field(rest)) + ": " + e.message + where;
   }
   return "configuration refused: " + e.message + where;
 }

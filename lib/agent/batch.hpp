@@ -56,10 +56,12 @@ struct Changeset {
   using RuleChange = std::pair<uint32_t, std::optional<config::SteeringRule>>;
   std::vector<RuleChange, config::HugePageAllocator<RuleChange>> rules;
   std::vector<std::pair<net::Ipv6Addr, std::optional<config::LocalSid>>> local_sids;
+  // Rails are only replaced (never added or removed at runtime), in batch order.
+  std::vector<config::Rail> rails;
   // How many rules the changeset adds to its base (a hint to grow the rule vector and its
   // index once; 0 = unknown).
   size_t rules_added = 0;
-  size_t size() const { return policies.size() + rules.size() + local_sids.size(); }
+  size_t size() const { return policies.size() + rules.size() + local_sids.size() + rails.size(); }
 };
 
 // Applies `changes` to `state` in place: O(|changes|) (a deleted rule's slot takes the last
@@ -133,6 +135,7 @@ class Batch {
   };
   config::IndexMap<uint32_t, RuleSlot> rule_slot_;
   std::map<net::Ipv6Addr, int> local_sid_change_;
+  std::unordered_map<std::string, int> rail_change_;  // rail name -> its last change
 };
 
 }  // namespace srv6gw::agent

@@ -2,6 +2,7 @@
 #include "agent/convert.hpp"
 
 #include <charconv>
+#include <tuple>
 #include <vector>
 
 #include "net/addr.hpp"
@@ -273,6 +274,82 @@ bool from_proto(const v1::LocalSid& in, config::LocalSid& out, FieldError& error
   return true;
 }
 
+bool from_proto(const v1::Rail& in, config::Rail& out, FieldError& error) {
+  const std::string rp = config::rail_path(in.name());
+  out = config::Rail{};
+  if (in.name().empty())
+    return fail(error, "name", "/srv6gw:gateway/rails/rail", "a rail needs a name");
+  out.name = in.name();
+  out.host_port.device = in.host();
+  out.fabric_port.device = in.fabric();
+  if (in.queues() > UINT16_MAX)
+    return fail(error, "queues", rp + "/queues", std::to_string(in.queues()) + " queues");
+  out.queues = uint16_t(in.queues());
+  if (!in.source_address().empty()) {
+    auto ip = net::parse_ipv6(in.source_address());
+    if (!ip) {
+      return fail(error, "source_address", rp + "/source-address",
+                  quoted(in.source_address()) + " is not an IPv6 address");
+    }
+    out.source = *ip;
+  }
+  for (const auto& [text, field, leaf, dst] :
+       {std::tuple{&in.fabric_nexthop_mac(), "fabric_nexthop_mac", "/fabric-nexthop-mac",
+                   &out.fabric_nexthop_mac},
+        std::tuple{&in.host_mac(), "host_mac", "/host-mac", &out.host_mac}}) {
+    if (text->empty()) continue;
+    auto mac = net::parse_mac(*text);
+    if (!mac) return fail(error, field, rp + leaf, quoted(*text) + " is not a MAC address");
+    *dst = *mac;
+  }
+  for (const auto& [mtu, field, leaf, dst] :
+       {std::tuple{in.host_mtu(), "host_mtu", "/host-mtu", &out.host_port.mtu},
+        std::tuple{in.fabric_mtu(), "fabric_mtu", "/fabric-mtu", &out.fabric_port.mtu}}) {
+    if (mtu > UINT16_MAX)
+      return fail(error, field, rp + leaf, std::to_string(mtu) + " is not a port MTU");
+    *dst = uint16_t(mtu);
+  }
+  if (in.has_fabric_vlan()) {
+    const v1::FabricVlan& v = in.fabric_vlan();
+    config::FabricVlan& fv = out.fabric_port.vlan;
+    fv.enabled = true;
+    if (v.id() > UINT16_MAX)
+      return fail(error, "fabric_vlan.id", rp + "/fabric-vlan/id",
+                  std::to_string(v.id()) + " is not a VLAN id");
+    fv.id = uint16_t(v.id());
+    for (int k = 0; k < v.dscp_pcp_size(); ++k) {
+      const v1::DscpPcp& e = v.dscp_pcp(k);
+      if (e.dscp() > 63 || e.pcp() > 7) {
+        return fail(error, "fabric_vlan.dscp_pcp" + subscript(k), rp + "/fabric-vlan/dscp-pcp",
+                    "DSCP " + std::to_string(e.dscp()) + " -> PCP " + std::to_string(e.pcp()) +
+                        ": DSCP is 0..63, PCP 0..7");
+      }
+      fv.dscp_pcp.push_back({uint8_t(e.dscp()), uint8_t(e.pcp())});
+    }
+    switch (v.host()) {
+      case v1::HOST_VLAN_MODE_STRIP:
+        fv.host = config::HostVlanMode::strip;
+        break;
+      case v1::HOST_VLAN_MODE_KEEP:
+        fv.host = config::HostVlanMode::keep;
+        break;
+      default:
+        return fail(error, "fabric_vlan.host", rp + "/fabric-vlan/host",
+                    "unknown mode " + std::to_string(int(v.host())));
+    }
+  }
+  for (int k = 0; k < in.local_sids_size(); ++k) {
+    config::LocalSid ls;
+    FieldError sid_error;
+    if (!from_proto(in.local_sids(k), ls, sid_error)) {
+      return fail(error, "local_sids" + subscript(k) + "." + sid_error.field,
+                  rp + "/local-sids/local-sid", sid_error.message);
+    }
+    out.local_sids.push_back(ls);
+  }
+  return true;
+}
+
 void to_proto(const config::Policy& in, v1::SrPolicy& out) {
   out.Clear();
   out.set_name(in.name);
@@ -374,6 +451,31 @@ void to_proto(const config::LocalSid& in, v1::LocalSid& out) {
       out.set_behavior(v1::LOCAL_SID_BEHAVIOR_END_PROBE);
       break;
   }
+}
+
+void to_proto(const config::Rail& in, v1::Rail& out) {
+  out.Clear();
+  out.set_name(in.name);
+  out.set_host(in.host_port.device);
+  out.set_fabric(in.fabric_port.device);
+  out.set_queues(in.queues);
+  if (in.source) out.set_source_address(net::to_string(*in.source));
+  if (in.fabric_nexthop_mac) out.set_fabric_nexthop_mac(net::to_string(*in.fabric_nexthop_mac));
+  if (in.host_mac) out.set_host_mac(net::to_string(*in.host_mac));
+  out.set_host_mtu(in.host_port.mtu);
+  out.set_fabric_mtu(in.fabric_port.mtu);
+  if (const config::FabricVlan& v = in.fabric_port.vlan; v.enabled) {
+    v1::FabricVlan& fv = *out.mutable_fabric_vlan();
+    fv.set_id(v.id);
+    for (const config::DscpPcp& e : v.dscp_pcp) {
+      v1::DscpPcp& d = *fv.add_dscp_pcp();
+      d.set_dscp(e.dscp);
+      d.set_pcp(e.pcp);
+    }
+    fv.set_host(v.host == config::HostVlanMode::keep ? v1::HOST_VLAN_MODE_KEEP
+                                                     : v1::HOST_VLAN_MODE_STRIP);
+  }
+  for (const config::LocalSid& ls : in.local_sids) to_proto(ls, *out.add_local_sids());
 }
 
 namespace {
@@ -502,6 +604,14 @@ std::string rule_field(std::string_view rest) {
 
 std::string local_sid_field(std::string_view rest) {
   return generic_field(split_steps(rest));
+}
+
+std::string rail_field(std::string_view rest) {
+  std::string out = generic_field(split_steps(rest));
+  // The YANG container and list of a rail's SIDs are one repeated field in the message.
+  constexpr std::string_view kSidList = "local_sids.local_sid";
+  if (out.compare(0, kSidList.size(), kSidList) == 0) out.erase(10, kSidList.size() - 10);
+  return out;
 }
 
 }  // namespace srv6gw::agent

@@ -28,10 +28,13 @@ struct FieldError {
 bool from_proto(const v1::SrPolicy& in, config::Policy& out, FieldError& error);
 bool from_proto(const v1::SteeringRule& in, config::SteeringRule& out, FieldError& error);
 bool from_proto(const v1::LocalSid& in, config::LocalSid& out, FieldError& error);
+// A rail's settings (lossless stays the gateway-wide ports/lossless: the caller's to set).
+bool from_proto(const v1::Rail& in, config::Rail& out, FieldError& error);
 
 void to_proto(const config::Policy& in, v1::SrPolicy& out);
 void to_proto(const config::SteeringRule& in, v1::SteeringRule& out);
 void to_proto(const config::LocalSid& in, v1::LocalSid& out);
+void to_proto(const config::Rail& in, v1::Rail& out);
 
 // "10.1.0.0/16" from a prefix rule's dst and prefix_len.
 std::string prefix_text(const config::SteeringRule& rule);
@@ -42,6 +45,7 @@ std::string prefix_text(const config::SteeringRule& rule);
 std::string policy_field(const v1::SrPolicy& msg, std::string_view rest, bool prefer_last);
 std::string rule_field(std::string_view rest);
 std::string local_sid_field(std::string_view rest);
+std::string rail_field(std::string_view rest);  // a rail's message: "fabric_vlan.id"
 
 void to_proto(const ChangeCounts& in, v1::ChangeCounts& out);
 void to_proto(const Event& in, v1::Event& out);

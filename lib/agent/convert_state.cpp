@@ -102,6 +102,7 @@ void to_proto(const ChangeCounts& c, v1::ChangeCounts& out) {
   out.set_steering_deleted(c.steering_deleted);
   out.set_local_sids_upserted(c.local_sids_upserted);
   out.set_local_sids_deleted(c.local_sids_deleted);
+  out.set_rails_upserted(c.rails_upserted);
 }
 
 void to_proto(const Event& e, v1::Event& out) {

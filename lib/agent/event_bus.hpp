@@ -35,6 +35,7 @@ struct ChangeCounts {
   uint32_t policies_upserted = 0, policies_deleted = 0;
   uint32_t steering_upserted = 0, steering_deleted = 0;
   uint32_t local_sids_upserted = 0, local_sids_deleted = 0;
+  uint32_t rails_upserted = 0;
   friend bool operator==(const ChangeCounts&, const ChangeCounts&) = default;
 };
 

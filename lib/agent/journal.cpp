@@ -118,6 +118,11 @@ std::string decode_body(std::string_view body, JournalRecord& r) {
         auto sid = net::parse_ipv6(c.delete_local_sid());
         if (!sid) return where + ": bad local SID";
         r.changes.local_sids.emplace_back(*sid, std::nullopt);
+      } else if (c.has_upsert_rail()) {
+        config::Rail rail;
+        if (!from_proto(c.upsert_rail(), rail, fe))
+          return where + "." + fe.field + ": " + fe.message;
+        r.changes.rails.push_back(std::move(rail));
       } else {
         return where + ": empty change";
       }
@@ -192,6 +197,8 @@ void encode_record(uint64_t sequence, uint64_t durable, uint64_t generation,
       else
         req.add_changes()->set_delete_local_sid(net::to_string(sid));
     }
+    for (const config::Rail& rail : changes->rails)
+      to_proto(rail, *req.add_changes()->mutable_upsert_rail());
     const std::string bytes = req.SerializeAsString();
     put_int<uint32_t>(body, uint32_t(bytes.size()));
     body += bytes;
@@ -387,6 +394,7 @@ std::optional<JournalContents> read_journal(const std::string& path, uint64_t af
 
 std::string replay_record(const JournalRecord& r, AgentState& state, StateExtras& extras) {
   if (r.changes.size()) apply_changeset(r.changes, state);
+  if (!r.changes.rails.empty()) extras.rails_from_agent = true;
   if (r.engine) {
     state.config.engine = *r.engine;
     extras.engine_params_from_agent = true;

@@ -94,7 +94,7 @@ bool skip_value(std::string_view s, size_t& i) {
 
 struct Members {
   std::string_view format, generation, config, journal_sequence;
-  std::string_view engine_params_from_agent, paths_down;  // optional (StateExtras)
+  std::string_view engine_params_from_agent, paths_down, rails_from_agent;  // optional
 };
 
 // Splits {"k": v, ...}; "" when the text is not such an object. `head_only`: stops before
@@ -127,6 +127,7 @@ std::string split_members(std::string_view s, Members& m, bool head_only = false
     if (key == "journal-sequence") m.journal_sequence = value;
     if (key == "engine-params-from-agent") m.engine_params_from_agent = value;
     if (key == "paths-down") m.paths_down = value;
+    if (key == "rails-from-agent") m.rails_from_agent = value;
     skip_ws(s, i);
     if (i < s.size() && s[i] == ',') {
       ++i;
@@ -167,6 +168,12 @@ std::string parse_extras(const Members& m, StateExtras& out) {
       out.engine_params_from_agent = true;
     else if (m.engine_params_from_agent != "false")
       return "\"engine-params-from-agent\" is not true or false";
+  }
+  if (!m.rails_from_agent.empty()) {
+    if (m.rails_from_agent == "true")
+      out.rails_from_agent = true;
+    else if (m.rails_from_agent != "false")
+      return "\"rails-from-agent\" is not true or false";
   }
   if (m.paths_down.empty()) return "";
   google::protobuf::Value v;
@@ -270,6 +277,7 @@ std::string write_state_file(const std::string& path, const config::GatewayConfi
                            "\",\n  \"config\": ";
   std::string tail;
   if (extras.engine_params_from_agent) tail += ",\n  \"engine-params-from-agent\": true";
+  if (extras.rails_from_agent) tail += ",\n  \"rails-from-agent\": true";
   if (!extras.paths_down.empty()) {
     tail += ",\n  \"paths-down\": [";
     for (size_t i = 0; i < extras.paths_down.size(); ++i) {
@@ -506,9 +514,21 @@ StartupState restore_startup_state(const std::string& state_path,
         journal_path(state_path), st.torn_bytes,
         st.torn.empty() ? "an incomplete record" : st.torn);
   config::GatewayConfig merged = file_config;
+  std::vector<config::Rail> no_rails;
   merged.policies = std::move(st.config.policies);
   merged.steering = std::move(st.config.steering);
   merged.local_sids = std::move(st.config.local_sids);
+  // What Apply may change of a rail (MACs, fabric VLAN, local SIDs) comes from the state once
+  // Apply changed a rail; ports, queues, source and MTUs always from the file.
+  for (config::Rail& r : st.extras.rails_from_agent ? merged.rails : no_rails) {
+    for (const config::Rail& applied : st.config.rails) {
+      if (applied.name != r.name) continue;
+      r.fabric_nexthop_mac = applied.fabric_nexthop_mac;
+      r.host_mac = applied.host_mac;
+      r.fabric_port.vlan = applied.fabric_port.vlan;
+      r.local_sids = applied.local_sids;
+    }
+  }
   if (st.extras.engine_params_from_agent) merged.engine = st.config.engine;
   if (auto e = config::validate(merged)) {
     spdlog::critical(
@@ -541,6 +561,7 @@ StartupState restore_startup_state(const std::string& state_path,
   out.generation = st.generation;
   out.restored = true;
   out.extras.engine_params_from_agent = st.extras.engine_params_from_agent;
+  out.extras.rails_from_agent = st.extras.rails_from_agent;
   for (PathDown& d : st.extras.paths_down) {
     bool known = false;
     for (const config::Policy& p : out.config.policies)

@@ -36,10 +36,14 @@ struct PathDown {
 //   "engine-params-from-agent": true   config.engine was set over gRPC (SetEngineParams) and
 //                                      wins over the configuration file's engine container;
 //   "paths-down": [{"policy": "p", "segment-list": "a", "path-id": 1}, ...]
-//                                      paths marked down over gRPC, down again at start.
+//                                      paths marked down over gRPC, down again at start;
+//   "rails-from-agent": true           a rail was changed over gRPC (Apply upsert_rail): the
+//                                      MACs, fabric VLAN and local SIDs of config.rails win
+//                                      over the file's for rails of the same name.
 struct StateExtras {
   bool engine_params_from_agent = false;
   std::vector<PathDown> paths_down;
+  bool rails_from_agent = false;  // last: tests build this aggregate positionally
   friend bool operator==(const StateExtras&, const StateExtras&) = default;
 };
 

@@ -116,6 +116,7 @@ std::optional<Refusal> StateKeeper::apply(
         return refused(Refusal::Code::invalid_argument, msg);  // `next` is dropped
       }
       extras.paths_down = paths_still_configured(extras.paths_down, next->config);
+      if (!batch.changeset().rails.empty()) extras.rails_from_agent = true;
       return std::nullopt;
     };
     step.undo = [&] { roll_back_data_plane(base->config, steering_delta.inverse()); };
@@ -132,6 +133,9 @@ std::optional<Refusal> StateKeeper::apply(
       for (const config::LocalSidDelta& d : delta.local_sids)
         inverse.local_sids.emplace_back(d.before ? d.before->sid : d.after->sid,
                                         d.before ? std::optional(*d.before) : std::nullopt);
+      for (const config::Rail& changed : batch.changeset().rails)
+        for (const config::Rail& r : base->config.rails)
+          if (r.name == changed.name) inverse.rails.push_back(r);
       return inverse;
     };
     step.publish = [&] {
@@ -164,13 +168,13 @@ std::optional<Refusal> StateKeeper::apply(
     times.persist_ms += ms_since(t_wait);
   }
   spdlog::info(
-      "agent: generation {} from {}: policies +{} -{}, steering +{} -{}, local SIDs +{} -{} "
-      "(validate {:.1f} ms, edit {:.1f} ms, data plane {:.1f} ms, persist {:.1f} ms); "
+      "agent: generation {} from {}: policies +{} -{}, steering +{} -{}, local SIDs +{} -{}, "
+      "rails ~{} (validate {:.1f} ms, edit {:.1f} ms, data plane {:.1f} ms, persist {:.1f} ms); "
       "validate = convert {:.1f} + delta {:.1f} + check {:.1f} ms; index commit {:.1f} ms; "
       "in the handler {:.1f} ms, after parsing the request in {:.1f} ms",
       generation, origin, c.policies_upserted, c.policies_deleted, c.steering_upserted,
-      c.steering_deleted, c.local_sids_upserted, c.local_sids_deleted, batch_ms, edit_ms,
-      times.run_ms, times.persist_ms, batch_times.convert_ms, batch_times.delta_ms,
+      c.steering_deleted, c.local_sids_upserted, c.local_sids_deleted, c.rails_upserted, batch_ms,
+      edit_ms, times.run_ms, times.persist_ms, batch_times.convert_ms, batch_times.delta_ms,
       batch_times.check_ms, times.publish_ms, ms_since(t0), parse_ms);
   result.generation = generation;
   return std::nullopt;

@@ -149,10 +149,29 @@ void write_local_sids(const std::vector<LocalSid>& sids, JsonWriter& w) {
   w.close_object();
 }
 
-void write_rails(const std::vector<Rail>& rails, JsonWriter& w) {
+void write_fabric_vlan(const FabricVlan& v, JsonWriter& w) {
+  w.open_object("fabric-vlan");
+  w.number("id", v.id);
+  if (!v.dscp_pcp.empty()) {
+    w.open_array("dscp-pcp");
+    for (const DscpPcp& e : v.dscp_pcp) {
+      w.open_object();
+      w.number("dscp", e.dscp);
+      w.number("pcp", e.pcp);
+      w.close_object();
+    }
+    w.close_array();
+  }
+  w.string("host", to_string(v.host));
+  w.close_object();
+}
+
+// A rail's MTUs and VLAN are written where they differ from ports/ (the loader gives a rail
+// without them the gateway-wide ones; validate() refuses a rail that unsets one).
+void write_rails(const GatewaySettings& cfg, JsonWriter& w) {
   w.open_object("rails");
   w.open_array("rail");
-  for (const Rail& r : rails) {
+  for (const Rail& r : cfg.rails) {
     w.open_object();
     w.string("name", r.name);
     w.string("host", r.host_port.device);
@@ -161,6 +180,11 @@ void write_rails(const std::vector<Rail>& rails, JsonWriter& w) {
     if (r.source) w.string("source-address", net::to_string(*r.source));
     if (r.fabric_nexthop_mac) w.string("fabric-nexthop-mac", net::to_string(*r.fabric_nexthop_mac));
     if (r.host_mac) w.string("host-mac", net::to_string(*r.host_mac));
+    const PortRole &host = r.host_port, &fabric = r.fabric_port;
+    if (host.mtu != 0 && host.mtu != cfg.host_port.mtu) w.number("host-mtu", host.mtu);
+    if (fabric.mtu != 0 && fabric.mtu != cfg.fabric_port.mtu) w.number("fabric-mtu", fabric.mtu);
+    if (fabric.vlan.enabled && fabric.vlan != cfg.fabric_port.vlan)
+      write_fabric_vlan(fabric.vlan, w);
     if (!r.local_sids.empty()) write_local_sids(r.local_sids, w);
     w.close_object();
   }
@@ -194,22 +218,7 @@ void write_config(const GatewayConfig& cfg, JsonWriter& w) {
   w.close_object();
   if (cfg.host_port.mtu != 0) w.number("host-mtu", cfg.host_port.mtu);
   if (cfg.fabric_port.mtu != 0) w.number("fabric-mtu", cfg.fabric_port.mtu);
-  if (const FabricVlan& v = cfg.fabric_port.vlan; v.enabled) {
-    w.open_object("fabric-vlan");
-    w.number("id", v.id);
-    if (!v.dscp_pcp.empty()) {
-      w.open_array("dscp-pcp");
-      for (const DscpPcp& e : v.dscp_pcp) {
-        w.open_object();
-        w.number("dscp", e.dscp);
-        w.number("pcp", e.pcp);
-        w.close_object();
-      }
-      w.close_array();
-    }
-    w.string("host", to_string(v.host));
-    w.close_object();
-  }
+  if (cfg.fabric_port.vlan.enabled) write_fabric_vlan(cfg.fabric_port.vlan, w);
   w.close_object();
 
   w.string("source-address", net::to_string(cfg.source));
@@ -363,7 +372,7 @@ void write_config(const GatewayConfig& cfg, JsonWriter& w) {
   }
 
   if (!cfg.local_sids.empty()) write_local_sids(cfg.local_sids, w);
-  if (!cfg.rails.empty()) write_rails(cfg.rails, w);
+  if (!cfg.rails.empty()) write_rails(cfg, w);
 
   w.close_object();
   w.close_object();

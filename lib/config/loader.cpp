@@ -501,7 +501,14 @@ LocalSid map_local_sid(const lyd_node* n) {
   return ls;
 }
 
-Rail map_rail(const lyd_node* n) {
+// Which of a rail's port settings its entry gives; the others come from ports/.
+struct RailOwnSettings {
+  bool host_mtu = false;
+  bool fabric_mtu = false;
+  bool fabric_vlan = false;
+};
+
+Rail map_rail(const lyd_node* n, RailOwnSettings& own) {
   Rail r;
   for_children(n, [&](const lyd_node* c, std::string_view name) {
     if (name == "name") {
@@ -518,6 +525,15 @@ Rail map_rail(const lyd_node* n) {
       r.fabric_nexthop_mac = as_mac(c);
     } else if (name == "host-mac") {
       r.host_mac = as_mac(c);
+    } else if (name == "host-mtu") {
+      r.host_port.mtu = as_uint<uint16_t>(c);
+      own.host_mtu = true;
+    } else if (name == "fabric-mtu") {
+      r.fabric_port.mtu = as_uint<uint16_t>(c);
+      own.fabric_mtu = true;
+    } else if (name == "fabric-vlan") {
+      map_fabric_vlan(c, r.fabric_port.vlan);
+      own.fabric_vlan = true;
     } else if (name == "local-sids") {
       for_children(c, [&](const lyd_node* l, std::string_view) {
         r.local_sids.push_back(map_local_sid(l));
@@ -529,8 +545,19 @@ Rail map_rail(const lyd_node* n) {
   return r;
 }
 
+// The one ports/lossless applies to every rail's ports as to the single pair's; ports/
+// host-mtu, fabric-mtu and fabric-vlan are the defaults of the rails that do not give theirs.
+void inherit_port_settings(const GatewaySettings& cfg, const RailOwnSettings& own, Rail& r) {
+  r.host_port.lossless = cfg.host_port.lossless;
+  r.fabric_port.lossless = cfg.fabric_port.lossless;
+  if (!own.host_mtu) r.host_port.mtu = cfg.host_port.mtu;
+  if (!own.fabric_mtu) r.fabric_port.mtu = cfg.fabric_port.mtu;
+  if (!own.fabric_vlan) r.fabric_port.vlan = cfg.fabric_port.vlan;
+}
+
 GatewayConfig map_gateway(const lyd_node* gw) {
   GatewayConfig cfg;
+  std::vector<RailOwnSettings> rails_own;  // one per cfg.rails entry
   for_children(gw, [&](const lyd_node* c, std::string_view name) {
     if (name == "ports") {
       map_ports(c, cfg);
@@ -559,12 +586,16 @@ GatewayConfig map_gateway(const lyd_node* gw) {
         cfg.local_sids.push_back(map_local_sid(l));
       });
     } else if (name == "rails") {
-      for_children(c,
-                   [&](const lyd_node* r, std::string_view) { cfg.rails.push_back(map_rail(r)); });
+      for_children(c, [&](const lyd_node* r, std::string_view) {
+        cfg.rails.push_back(map_rail(r, rails_own.emplace_back()));
+      });
     } else {
       fail(c, "unexpected node");
     }
   });
+  // After the whole tree: ports may come after rails in the document.
+  for (size_t i = 0; i < cfg.rails.size(); ++i)
+    inherit_port_settings(cfg, rails_own[i], cfg.rails[i]);
   return cfg;
 }
 
@@ -603,15 +634,6 @@ LoadResult load_config_json(std::string_view json) {
   GatewayConfig cfg;
   try {
     cfg = map_gateway(gateway);
-    // The one ports/lossless, ports/fabric-vlan and port MTUs apply to every rail's ports as
-    // to the single pair's.
-    for (Rail& r : cfg.rails) {
-      r.host_port.lossless = cfg.host_port.lossless;
-      r.fabric_port.lossless = cfg.fabric_port.lossless;
-      r.host_port.mtu = cfg.host_port.mtu;
-      r.fabric_port.mtu = cfg.fabric_port.mtu;
-      r.fabric_port.vlan = cfg.fabric_port.vlan;
-    }
   } catch (const yang::NodeError& e) {
     return e.error;
   }

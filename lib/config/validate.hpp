@@ -35,6 +35,14 @@ std::optional<ConfigError> check_policy(const GatewayConfig& settings, const Pol
 std::optional<ConfigError> check_rule(const SteeringRule& r, size_t index);
 std::optional<ConfigError> check_local_sid(const LocalSid& ls);
 
+// What may change about rails in a running gateway (an Apply, docs/design/rails.md): the
+// same rails by name and order, each with the same ports, queues, source address and MTUs
+// (set up at start: ports opened, workers started, port MTUs set). Their MACs, fabric VLAN
+// and local SIDs are read from the published configuration and may change. The error names
+// the first leaf that would need a restart.
+std::optional<ConfigError> check_rails_change(const GatewaySettings& running,
+                                              const GatewaySettings& next);
+
 // ---------------------------------------------------------------------------------------
 // Cross-object refusals, worded once for both validations.
 

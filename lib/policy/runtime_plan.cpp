@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "config/validate.hpp"
 #include "policy/runtime.hpp"
 #include "policy/runtime_internal.hpp"
 
@@ -22,11 +23,11 @@ std::optional<config::ConfigError> Runtime::check_common(const config::GatewayCo
   if (!(cfg.capacities == running_.capacities))
     return error_at(kCapacitiesPath,
                     "capacities size the tables at start; changing them needs a restart");
-  // Rails are ports, queues and workers: fixed at start (their ports are open).
-  if (has_config_ && !(cfg.rails == running_.rails))
-    return error_at("/srv6gw:gateway/rails",
-                    "rails are set up at start (ports, queues, workers); changing them needs a "
-                    "restart");
+  // Rails are ports, queues and workers set up at start; what the published configuration
+  // holds of them (MACs, fabric VLAN, local SIDs) may change.
+  if (has_config_) {
+    if (auto e = config::check_rails_change(running_, cfg)) return e;
+  }
   if (cfg.policies.size() > slot_capacity_)
     return error_at("/srv6gw:gateway/policies", std::to_string(cfg.policies.size()) +
                                                     " policies exceed capacities/policies " +

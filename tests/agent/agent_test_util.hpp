@@ -97,6 +97,28 @@ inline config::GatewayConfig base_config() {
   return cfg;
 }
 
+// base_config() as two rails: r0 (net_null0/1) and r1 (net_null2/3, its own source, a SID).
+inline config::GatewayConfig two_rails_config() {
+  config::GatewayConfig cfg = base_config();
+  config::Rail r0, r1;
+  r0.name = "r0";
+  r0.host_port.device = cfg.host_port.device;
+  r0.fabric_port.device = cfg.fabric_port.device;
+  r1.name = "r1";
+  r1.host_port.device = "net_null2";
+  r1.fabric_port.device = "net_null3";
+  r1.source = v6("fc00:0:9::1");
+  r1.local_sids = {{v6("fc00:0:9::d46"), srv6::LocalSidBehavior::end_dt46}};
+  r0.host_port.lossless.enabled = r1.host_port.lossless.enabled = true;  // ports/lossless
+  r0.fabric_port.lossless = r0.host_port.lossless;
+  r1.fabric_port.lossless = r1.host_port.lossless;
+  cfg.host_port.lossless = cfg.fabric_port.lossless = r0.host_port.lossless;
+  cfg.host_port.device.clear();
+  cfg.fabric_port.device.clear();
+  cfg.rails = {r0, r1};
+  return cfg;
+}
+
 // A policy with `lists` segment lists of two SIDs each, path ids first_path_id...
 inline v1::SrPolicy make_policy(const std::string& name, uint32_t first_path_id, int lists = 2) {
   v1::SrPolicy p;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "agent/agent.hpp"
+#include "agent/convert.hpp"
 #include "agent/persist.hpp"
 #include "agent_test_util.hpp"
 #include "config/loader.hpp"
@@ -116,6 +117,48 @@ TEST_F(AgentPersist, RestartRestoresStateAndGeneration) {
   grpc::ClientContext c3;
   ASSERT_TRUE(stub->Apply(&c3, req, &resp).ok());
   EXPECT_EQ(resp.generation(), 3u);
+}
+
+TEST_F(AgentPersist, RailSettingsAppliedOverGrpcSurviveARestart) {
+  const config::GatewayConfig file = two_rails_config();
+  StartupState first;
+  {
+    // Without a rail change the file's rails win (an edited MAC is taken from the file).
+    auto a = start(file, 0);
+    ASSERT_TRUE(a);
+    populate(*a);
+    a->stop();
+    config::GatewayConfig edited = file;
+    edited.rails[1].host_mac = net::parse_mac("02:00:00:00:0e:0e");
+    first = restore_startup_state(options.state_path, edited);
+    ASSERT_TRUE(first.restored);
+    EXPECT_FALSE(first.extras.rails_from_agent);
+    EXPECT_EQ(first.config.rails, edited.rails);
+  }
+  auto a = start(first.config, first.generation);
+  ASSERT_TRUE(a);
+  auto stub = unix_stub(a->address());
+  v1::Rail r1;
+  to_proto(file.rails[1], r1);
+  r1.set_host_mac("02:00:00:00:09:09");
+  r1.mutable_fabric_vlan()->set_id(300);
+  r1.mutable_local_sids(0)->set_sid("fc00:0:9::d47");
+  v1::ApplyRequest req;
+  *req.add_changes()->mutable_upsert_rail() = r1;
+  grpc::ClientContext ctx;
+  v1::ApplyResponse resp;
+  ASSERT_TRUE(stub->Apply(&ctx, req, &resp).ok());
+  const config::GatewayConfig applied = a->state()->config;
+  a->stop();
+  a.reset();
+  // The applied MACs, VLAN and SIDs win over the file's; ports, queues, source come from it.
+  const auto st = restore_startup_state(options.state_path, file);
+  ASSERT_TRUE(st.restored);
+  EXPECT_TRUE(st.extras.rails_from_agent);
+  EXPECT_EQ(st.config.rails, applied.rails);
+  EXPECT_EQ(st.config.rails[1].fabric_port.vlan.id, 300);
+  EXPECT_EQ(st.config.rails[1].local_sids.at(0).sid, v6("fc00:0:9::d47"));
+  EXPECT_TRUE(st.config.rails[1].host_port.lossless.enabled);
 }
 
 TEST_F(AgentPersist, MissingFileStartsFromTheConfiguration) {

@@ -11,6 +11,7 @@
 #include <sys/un.h>
 
 #include <fstream>
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -1080,6 +1081,126 @@ TEST_F(AgentServer, InProcessChannelServesTheSameApi) {
   v1::GetStateResponse st;
   ASSERT_TRUE(s->GetState(&ctx, {}, &st).ok());
   EXPECT_EQ(st.policies(), 1u);
+}
+
+v1::GetStateResponse get_state(v1::Gateway::Stub& stub) {
+  grpc::ClientContext ctx;
+  v1::GetStateResponse st;
+  EXPECT_TRUE(stub.GetState(&ctx, {}, &st).ok());
+  return st;
+}
+
+TEST_F(AgentServer, RailsAreReadAndTheirPublishedSettingsChange) {
+  agent->stop();
+  agent.reset();
+  start(two_rails_config(), 0);
+  // GetState names the rails with their settings.
+  v1::GetStateResponse st = get_state(*stub);
+  ASSERT_EQ(st.rails_size(), 2);
+  EXPECT_EQ(st.rails(0).name(), "r0");
+  EXPECT_EQ(st.rails(1).name(), "r1");
+  EXPECT_EQ(st.rails(1).host(), "net_null2");
+  EXPECT_EQ(st.rails(1).fabric(), "net_null3");
+  EXPECT_EQ(st.rails(1).queues(), 1u);
+  EXPECT_EQ(st.rails(1).source_address(), "fc00:0:9::1");
+  EXPECT_FALSE(st.rails(1).has_fabric_vlan());
+  ASSERT_EQ(st.rails(1).local_sids_size(), 1);
+  EXPECT_EQ(st.rails(1).local_sids(0).sid(), "fc00:0:9::d46");
+
+  // MACs, fabric VLAN and local SIDs of a running rail change with Apply.
+  v1::Rail r1 = st.rails(1);
+  r1.set_host_mac("02:00:00:00:09:09");
+  r1.set_fabric_nexthop_mac("02:00:00:00:09:0a");
+  r1.mutable_fabric_vlan()->set_id(300);
+  auto* pcp = r1.mutable_fabric_vlan()->add_dscp_pcp();
+  pcp->set_dscp(26);
+  pcp->set_pcp(5);
+  r1.mutable_fabric_vlan()->set_host(v1::HOST_VLAN_MODE_KEEP);
+  r1.mutable_local_sids(0)->set_sid("fc00:0:9::d47");
+  v1::ApplyRequest req;
+  *req.add_changes()->mutable_upsert_rail() = r1;
+  v1::ApplyResponse resp;
+  auto status = apply(req, &resp);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(resp.generation(), 1u);
+  EXPECT_EQ(resp.counts().rails_upserted(), 1u);
+  {
+    std::lock_guard lock(sink.mutex);
+    ASSERT_EQ(sink.running.rails.size(), 2u);
+    const config::Rail& ran = sink.running.rails[1];
+    EXPECT_EQ(ran.host_mac, net::parse_mac("02:00:00:00:09:09"));
+    EXPECT_EQ(ran.fabric_nexthop_mac, net::parse_mac("02:00:00:00:09:0a"));
+    EXPECT_TRUE(ran.fabric_port.vlan.enabled);
+    EXPECT_EQ(ran.fabric_port.vlan.id, 300);
+    EXPECT_EQ(config::pcp_for_dscp(ran.fabric_port.vlan, 26), 5);
+    EXPECT_EQ(ran.fabric_port.vlan.host, config::HostVlanMode::keep);
+    EXPECT_EQ(ran.local_sids.at(0).sid, v6("fc00:0:9::d47"));
+    EXPECT_TRUE(ran.host_port.lossless.enabled);  // not in the message: kept
+    EXPECT_EQ(sink.running.rails[0], two_rails_config().rails[0]);
+  }
+  st = get_state(*stub);
+  EXPECT_TRUE(MessageDifferencer::Equals(st.rails(1), r1)) << st.rails(1).DebugString();
+
+  // Refused, naming the field, nothing changed: what needs a restart, a rail not running,
+  // and what validation refuses on a rail.
+  struct RailCase {
+    const char* what;
+    std::function<void(v1::Rail&)> edit;
+    grpc::StatusCode code;
+    std::vector<std::string> parts;
+  };
+  const std::vector<RailCase> cases = {
+      {"another fabric port",
+       [](v1::Rail& r) { r.set_fabric("net_null9"); },
+       grpc::StatusCode::INVALID_ARGUMENT,
+       {"changes[0].upsert_rail.fabric: fabric is net_null3 in the running rail, net_null9 here",
+        "needs a restart", "(/srv6gw:gateway/rails/rail[name='r1']/fabric)"}},
+      {"more queues",
+       [](v1::Rail& r) { r.set_queues(2); },
+       grpc::StatusCode::INVALID_ARGUMENT,
+       {"changes[0].upsert_rail.queues:", "rail[name='r1']/queues"}},
+      {"another source",
+       [](v1::Rail& r) { r.clear_source_address(); },
+       grpc::StatusCode::INVALID_ARGUMENT,
+       {"changes[0].upsert_rail.source_address: source-address is fc00:0:9::1 in the running "
+        "rail, the gateway's here"}},
+      {"an MTU",
+       [](v1::Rail& r) { r.set_fabric_mtu(9000); },
+       grpc::StatusCode::INVALID_ARGUMENT,
+       {"changes[0].upsert_rail.fabric_mtu:", "rail[name='r1']/fabric-mtu"}},
+      {"a rail that is not running",
+       [](v1::Rail& r) { r.set_name("r9"); },
+       grpc::StatusCode::NOT_FOUND,
+       {"changes[0].upsert_rail.name: no rail 'r9'", "adding one needs a restart"}},
+      {"a VLAN id out of range",
+       [](v1::Rail& r) { r.mutable_fabric_vlan()->set_id(4095); },
+       grpc::StatusCode::INVALID_ARGUMENT,
+       {"changes[0].upsert_rail.fabric_vlan.id: VLAN id must be 1..4094, not 4095",
+        "(/srv6gw:gateway/rails/rail[name='r1']/fabric-vlan/id)"}},
+      {"a MAC that is not one",
+       [](v1::Rail& r) { r.set_host_mac("02:00"); },
+       grpc::StatusCode::INVALID_ARGUMENT,
+       {"changes[0].upsert_rail.host_mac: '02:00' is not a MAC address"}},
+      {"a rail SID that is the policy's SID",
+       [](v1::Rail& r) { r.mutable_local_sids(0)->set_sid("fc00:0:101::e"); },
+       grpc::StatusCode::INVALID_ARGUMENT,
+       {"changes[0].upsert_rail", "fc00:0:101::e"}},
+  };
+  const uint64_t before = generation();
+  for (const RailCase& c : cases) {
+    v1::Rail bad = r1;
+    c.edit(bad);
+    v1::ApplyRequest b;
+    *b.add_changes()->mutable_upsert_rail() = bad;
+    auto got = apply(b);
+    EXPECT_EQ(got.error_code(), c.code) << c.what << ": " << got.error_message();
+    for (const std::string& part : c.parts)
+      EXPECT_NE(got.error_message().find(part), std::string::npos)
+          << c.what << ": '" << got.error_message() << "' lacks '" << part << "'";
+  }
+  EXPECT_EQ(generation(), before);
+  st = get_state(*stub);
+  EXPECT_TRUE(MessageDifferencer::Equals(st.rails(1), r1));
 }
 
 TEST(AgentOptions, ParsesAndLeavesOtherArguments) {

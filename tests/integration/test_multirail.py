@@ -5,15 +5,19 @@
 # fabric port with that rail's outer source, SIDs and next-hop MAC; return traffic to a rail's
 # SID is decapsulated to that rail's host port with that rail's host MAC; a SID of rail b
 # arriving on rail a's fabric port is not ours there (fabric-non-sid: drop, counted); the
-# per-rail counters of --stats-json match. The af_packet + kernel seg6local part is
-# test_multirail_kernel.py (root, namespaces).
+# per-rail counters of --stats-json match. Per-rail fabric VLAN and MTU: rail a takes
+# ports/fabric-vlan (VLAN 100) and ports/fabric-mtu (9000), rail b gives its own (VLAN 200 with
+# DSCP 0 -> PCP 4, fabric-mtu 1280): the same large host frames pass on rail a and are dropped
+# as too_big on rail b. The periodic stats line is printed for all rails and per rail.
+# The af_packet + kernel seg6local part is test_multirail_kernel.py
+# (root, namespaces).
 import json
 import os
 
 import gwlib
 
 try:
-    from scapy.all import IP, UDP, Ether, IPv6, Raw, rdpcap, wrpcap
+    from scapy.all import IP, UDP, Dot1Q, Ether, IPv6, Raw, rdpcap, wrpcap
 except ImportError:
     gwlib.skip("python3-scapy is not installed")
 
@@ -24,18 +28,20 @@ prefix = gwlib.unique_prefix("multirail")
 RAILS = {
     "a": {"source": "fc00:a::1", "sid": "fc00:a::d46", "nexthop": "02:aa:00:00:00:01",
           "host_mac": "02:aa:00:00:00:02", "dst": "10.0.1.7", "policy_sid": "fc00:1::1",
-          "encap": 40, "decap": 10},
+          "encap": 40, "decap": 10, "vlan": 100, "pcp": 0},
     "b": {"source": "fc00:b::1", "sid": "fc00:b::d46", "nexthop": "02:bb:00:00:00:01",
           "host_mac": "02:bb:00:00:00:02", "dst": "10.0.2.7", "policy_sid": "fc00:2::1",
-          "encap": 24, "decap": 6},
+          "encap": 24, "decap": 6, "vlan": 200, "pcp": 4},
 }
+LARGE = 3  # host frames of each rail whose encapsulation (> 1300 B) exceeds rail b's fabric MTU
+LARGE_PAYLOAD = 1300
 FOREIGN_ON_A = 4  # frames to rail b's SID received on rail a's fabric port
 
 cfg = {"srv6gw:gateway": {
-    "ports": {"mbufs": 4095},
+    "ports": {"mbufs": 4095, "fabric-mtu": 9000, "fabric-vlan": {"id": RAILS["a"]["vlan"]}},
     "source-address": RAILS["a"]["source"],
     "actions": {"fabric-non-sid": "drop"},
-    "stats-interval-ms": 0,
+    "stats-interval-ms": 200,  # the periodic lines: all rails, then one per rail
     "policies": {"policy": [
         {"name": "to-rail-a-peer", "segment-list": [{"name": "l", "path-id": 1,
                                                      "sid": [RAILS["a"]["policy_sid"]]}]},
@@ -59,6 +65,10 @@ for i, (name, r) in enumerate(RAILS.items()):
                    "host_in": host_in, "fabric_in": fabric_in,
                    "host_dev": f"net_pcap{2 * i}", "fabric_dev": f"net_pcap{2 * i + 1}"}
     gwlib.write_roce_writes_pcap(host_in, dst=r["dst"], count=r["encap"])
+    wrpcap(host_in, [Ether(src="02:00:00:00:00:01", dst="02:00:00:00:01:01") /
+                     IP(src="10.0.0.1", dst=r["dst"]) / UDP(sport=49154, dport=4791, chksum=0) /
+                     Raw(bytes([0x04, 0x40, 0xFF, 0xFF]) + bytes(8) + bytes(LARGE_PAYLOAD))
+                     for _ in range(LARGE)], append=True)
     back = [Ether(src="02:00:00:00:0f:0f", dst="02:00:00:00:0f:01") /
             IPv6(src="fc00:99::1", dst=r["sid"], hlim=60, nh=4) /
             IP(src=r["dst"], dst="10.0.0.1", ttl=64) /
@@ -75,6 +85,8 @@ for i, (name, r) in enumerate(RAILS.items()):
             "local-sids": {"local-sid": [{"sid": r["sid"], "behavior": "end-dt46"}]}}
     if name != "a":
         rail["source-address"] = r["source"]
+        rail["fabric-mtu"] = 1280
+        rail["fabric-vlan"] = {"id": r["vlan"], "dscp-pcp": [{"dscp": 0, "pcp": r["pcp"]}]}
     cfg["srv6gw:gateway"]["rails"]["rail"].append(rail)
 
 cfg_path = os.path.join(work, "multirail.json")
@@ -94,6 +106,8 @@ rc, out, err = gwlib.run(eal, ["--config", cfg_path, "--until-idle", "1000",
                                "--stats-json", stats_json], timeout=120)
 print(out)
 print(err[-3000:])
+for prefix_text in ("all rails: host rx", "rail a: host rx", "rail b: host rx"):
+    gwlib.check(prefix_text in err, f"no periodic stats line '{prefix_text} ...'")
 gwlib.check(rc == 0, f"gateway exit code {rc}")
 with open(stats_json) as f:
     stats = json.load(f)
@@ -103,10 +117,16 @@ gwlib.check(sorted(rails) == ["a", "b"], f"stats rails {sorted(rails)}")
 for name, r in RAILS.items():
     p = ports[name]
     fab = rdpcap(p["fabric_out"])
-    gwlib.check(len(fab) == r["encap"],
-                f"rail {name}: {len(fab)} frames on its fabric port, expected {r['encap']}")
+    large_out = LARGE if name == "a" else 0  # rail b's fabric MTU drops them
+    gwlib.check(len(fab) == r["encap"] + large_out,
+                f"rail {name}: {len(fab)} frames on its fabric port, "
+                f"expected {r['encap'] + large_out}")
     for pkt in fab:
         gwlib.check(IPv6 in pkt, f"rail {name}: a fabric frame is not IPv6: {pkt.summary()}")
+        gwlib.check(Dot1Q in pkt and (pkt[Dot1Q].vlan, pkt[Dot1Q].prio) == (r["vlan"], r["pcp"]),
+                    f"rail {name}: outer tag (VLAN, PCP) "
+                    f"{(pkt[Dot1Q].vlan, pkt[Dot1Q].prio) if Dot1Q in pkt else None}, "
+                    f"expected {(r['vlan'], r['pcp'])}")
         gwlib.check(pkt[IPv6].src == r["source"],
                     f"rail {name}: outer source {pkt[IPv6].src}, expected {r['source']}")
         gwlib.check(pkt[IPv6].dst == r["policy_sid"],
@@ -123,18 +143,21 @@ for name, r in RAILS.items():
         gwlib.check(pkt[Ether].dst == r["host_mac"],
                     f"rail {name}: host MAC {pkt[Ether].dst}, expected {r['host_mac']}")
     rs = rails[name]
-    gwlib.check(rs["encap"] == r["encap"], f"rail {name}: encap counter {rs['encap']}")
+    gwlib.check(rs["encap"] == r["encap"] + large_out, f"rail {name}: encap counter {rs['encap']}")
+    gwlib.check(rs["drops"]["too_big"] == LARGE - large_out,
+                f"rail {name}: too_big {rs['drops']['too_big']}, expected {LARGE - large_out}")
     gwlib.check(rs["decap"] == r["decap"], f"rail {name}: decap counter {rs['decap']}")
-    gwlib.check(rs["rx_host"] == r["encap"], f"rail {name}: rx_host counter {rs['rx_host']}")
+    gwlib.check(rs["rx_host"] == r["encap"] + LARGE,
+                f"rail {name}: rx_host counter {rs['rx_host']}")
     foreign = FOREIGN_ON_A if name == "a" else 0
     gwlib.check(rs["drops"]["non_sid_dropped"] == foreign,
                 f"rail {name}: non_sid_dropped {rs['drops']['non_sid_dropped']}, "
                 f"expected {foreign}")
     gwlib.check(rs["host"]["name"] == p["host_dev"] and rs["fabric"]["name"] == p["fabric_dev"],
                 f"rail {name}: ports {rs['host']['name']}, {rs['fabric']['name']}")
-    gwlib.check(rs["fabric"]["opackets"] == r["encap"],
+    gwlib.check(rs["fabric"]["opackets"] == r["encap"] + large_out,
                 f"rail {name}: fabric port sent {rs['fabric']['opackets']}")
-gwlib.check(stats["total"]["encap"] == sum(r["encap"] for r in RAILS.values()),
+gwlib.check(stats["total"]["encap"] == sum(r["encap"] for r in RAILS.values()) + LARGE,
             "total encap is not the sum of the rails'")
 gwlib.check("rail a" in out and "rail b" in out, "the final report has no per-rail rows")
 print("multirail (net_pcap): OK")

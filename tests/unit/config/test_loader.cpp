@@ -373,6 +373,57 @@ TEST(Loader, FabricVlanAndMtusMapAndRoundTrip) {
   EXPECT_EQ(ok(id_only).fabric_port.mtu, 0);
 }
 
+// rails.json with ports/fabric-mtu and ports/fabric-vlan, rail gpu1 giving its own MTUs and tag.
+std::string rails_with_own_port_settings(const std::string& gpu1_settings) {
+  std::string json = read_file(kRoot / "config/examples/rails.json");
+  auto put = [&](const std::string& at, const std::string& what) {
+    const size_t i = json.find(at);
+    EXPECT_NE(i, std::string::npos) << at;
+    if (i != std::string::npos) json.insert(i + at.size(), what);
+  };
+  put(R"("mbufs": 16383,)", R"("fabric-mtu": 9100, "fabric-vlan": {"id": 100},)");
+  put(R"("source-address": "fc00:b::1",)", gpu1_settings);
+  return json;
+}
+
+TEST(Loader, RailsGiveTheirOwnMtusAndVlanElseTheGatewayWideOnes) {
+  auto r = load_config_json(rails_with_own_port_settings(
+      R"("host-mtu": 4000, "fabric-mtu": 4100,
+         "fabric-vlan": {"id": 200, "dscp-pcp": [{"dscp": 26, "pcp": 5}], "host": "keep"},)"));
+  const GatewayConfig& c = ok(r);
+  ASSERT_EQ(c.rails.size(), 2u);
+  const Rail &gpu0 = c.rails[0], &gpu1 = c.rails[1];
+  // gpu0 gives none: the gateway-wide ones.
+  EXPECT_EQ(gpu0.host_port.mtu, 0);
+  EXPECT_EQ(gpu0.fabric_port.mtu, 9100);
+  EXPECT_EQ(gpu0.fabric_port.vlan, c.fabric_port.vlan);
+  EXPECT_EQ(gpu0.fabric_port.vlan.id, 100);
+  EXPECT_EQ(pcp_for_dscp(gpu0.fabric_port.vlan, 26), 3);
+  // gpu1 gives all three; its tag replaces the gateway-wide one as a whole.
+  EXPECT_EQ(gpu1.host_port.mtu, 4000);
+  EXPECT_EQ(gpu1.fabric_port.mtu, 4100);
+  EXPECT_EQ(gpu1.fabric_port.vlan.id, 200);
+  EXPECT_EQ(gpu1.fabric_port.vlan.host, HostVlanMode::keep);
+  EXPECT_EQ(pcp_for_dscp(gpu1.fabric_port.vlan, 26), 5);
+  EXPECT_FALSE(gpu1.host_port.vlan.enabled);
+  // The output writes a rail's own settings only: it loads back the same.
+  const std::string out = to_json(c);
+  auto again = load_config_json(out);
+  EXPECT_EQ(ok(again), c);
+  EXPECT_EQ(out.find("\"id\": 100", out.find("\"rails\"")), std::string::npos) << out;
+}
+
+TEST(Loader, RailPortSettingsAreCheckedWhereTheRailGivesThem) {
+  ConfigError range =
+      refused(load_config_json(rails_with_own_port_settings(R"("host-mtu": 900,)")));
+  EXPECT_EQ(range.path, "/srv6gw:gateway/rails/rail[name='gpu1']/host-mtu") << range.message;
+  ConfigError dscp = refused(load_config_json(rails_with_own_port_settings(
+      R"("fabric-vlan": {"id": 200, "dscp-pcp": [{"dscp": 26, "pcp": 9}]},)")));
+  EXPECT_EQ(dscp.path,
+            "/srv6gw:gateway/rails/rail[name='gpu1']/fabric-vlan/dscp-pcp[dscp='26']/pcp")
+      << dscp.message;
+}
+
 TEST(Loader, EngineParametersMapAndRoundTrip) {
   const std::string json = minimal_with(R"("source-address")", R"("engine": {
       "enabled": false, "interval-us": 200, "alpha": "0.5", "decrease": "0.75",

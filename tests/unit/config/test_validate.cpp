@@ -152,6 +152,21 @@ SegmentList list_of(const char* name, uint16_t path_id, unsigned n_sids) {
   return sl;
 }
 
+// base() as two rails, r0 and r1 (the single pair's ports move into them).
+void as_two_rails(GatewayConfig& c) {
+  Rail r0, r1;
+  r0.name = "r0";
+  r0.host_port.device = c.host_port.device;
+  r0.fabric_port.device = c.fabric_port.device;
+  r1.name = "r1";
+  r1.host_port.device = "net_pcap2";
+  r1.fabric_port.device = "net_pcap3";
+  c.host_port.device.clear();
+  c.fabric_port.device.clear();
+  c.rails = {r0, r1};
+}
+const std::string kRail1 = "/srv6gw:gateway/rails/rail[name='r1']";
+
 const Case kCases[] = {
     // Ports and gateway-wide leaves.
     // engine/path-id-in-source: the low 16 source bits carry the path id (issue 22).
@@ -228,6 +243,45 @@ const Case kCases[] = {
      "1280..9600, not 576"},
     {"fabric_mtu_big", [](auto& c) { c.fabric_port.mtu = 9601; },
      "/srv6gw:gateway/ports/fabric-mtu", "not 9601"},
+    // A rail's own MTUs and fabric VLAN (rails/rail), else the gateway-wide ones.
+    {"rail_fabric_mtu_big",
+     [](auto& c) {
+       as_two_rails(c);
+       c.rails[1].fabric_port.mtu = 9700;
+     },
+     kRail1 + "/fabric-mtu", "not 9700"},
+    {"rail_unsets_host_mtu",
+     [](auto& c) {
+       as_two_rails(c);
+       c.host_port.mtu = 9000;
+       c.rails[0].host_port.mtu = 9000;
+     },
+     kRail1 + "/host-mtu", "ports/host-mtu is set"},
+    {"rail_vlan_id_zero",
+     [](auto& c) {
+       as_two_rails(c);
+       c.rails[1].fabric_port.vlan = {true, 0, {}, config::HostVlanMode::strip};
+     },
+     kRail1 + "/fabric-vlan/id", "not 0"},
+    {"rail_vlan_pcp_8",
+     [](auto& c) {
+       as_two_rails(c);
+       c.rails[1].fabric_port.vlan = {true, 7, {{46, 8}}, config::HostVlanMode::strip};
+     },
+     kRail1 + "/fabric-vlan/dscp-pcp[dscp='46']/pcp", "not 8"},
+    {"rail_unsets_vlan",
+     [](auto& c) {
+       as_two_rails(c);
+       c.fabric_port.vlan = {true, 10, {}, config::HostVlanMode::strip};
+       c.rails[0].fabric_port.vlan = c.fabric_port.vlan;
+     },
+     kRail1 + "/fabric-vlan", "give fabric-vlan on those rails"},
+    {"rail_vlan_on_host_role",
+     [](auto& c) {
+       as_two_rails(c);
+       c.rails[1].host_port.vlan = {true, 7, {}, config::HostVlanMode::strip};
+     },
+     kRail1 + "/fabric-vlan", "fabric side"},
     {"pfc_priority_8",
      [](auto& c) {
        c.host_port.lossless.pfc_priorities = {3, 8};

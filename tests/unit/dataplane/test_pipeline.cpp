@@ -798,13 +798,44 @@ TEST_F(PipelineTest, RailsHaveTheirOwnSourceMacsAndSids) {
   EXPECT_EQ(run(to_sid("fc00:b::46"), false), to_sid("fc00:b::46"));
   EXPECT_EQ(c().decap, 1u);
 
-  // Rails are fixed at start: an apply that changes them is refused, the running state kept.
+  // Ports, queues, source and MTUs of a rail are set up at start: an apply that changes them
+  // is refused naming the leaf, the running state kept.
   config::GatewayConfig changed = cfg;
   changed.rails[1].queues = 2;
   auto e = gw_->apply(changed);
   ASSERT_TRUE(e.has_value());
-  EXPECT_EQ(e->path, "/srv6gw:gateway/rails");
+  EXPECT_EQ(e->path, "/srv6gw:gateway/rails/rail[name='b']/queues");
+  changed = cfg;
+  changed.rails[0].source = testing::v6("fc00:a::1");
+  e = gw_->apply(changed);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->path, "/srv6gw:gateway/rails/rail[name='a']/source-address");
+  changed = cfg;
+  changed.rails.pop_back();
+  e = gw_->apply(changed);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->path, "/srv6gw:gateway/rails/rail[name='b']");
   EXPECT_EQ(gw_->apply(cfg), std::nullopt);
+
+  // What the published configuration holds (MACs, fabric VLAN, local SIDs) changes at runtime.
+  changed = cfg;
+  const net::MacAddr host1_new = testing::mac("02:00:00:00:15:15");
+  changed.rails[1].host_mac = host1_new;
+  changed.rails[1].local_sids = {{testing::v6("fc00:b::47"), srv6::LocalSidBehavior::end_dt46}};
+  changed.rails[1].fabric_port.vlan = {true, 300, {}, config::HostVlanMode::strip};
+  ASSERT_EQ(gw_->apply(changed), std::nullopt);
+  w_ = gw_->worker(1);
+  EXPECT_EQ(run(to_sid("fc00:b::47"), false),
+            test::ethernet(test::L2Spec{host1_new.bytes, envs[1].ports.host_port_mac.bytes, {}},
+                           0x0800, inner));
+  EXPECT_EQ(run(to_sid("fc00:b::46"), false), to_sid("fc00:b::46"));  // no longer ours
+  const Bytes tagged = run(in, true);
+  ASSERT_GE(tagged.size(), 16u);
+  EXPECT_EQ(tagged[12], 0x81);  // TPID 0x8100, VLAN 300 on rail b only
+  EXPECT_EQ(tagged[13], 0x00);
+  EXPECT_EQ((tagged[14] << 8 | tagged[15]) & 0x0FFF, 300);
+  w_ = gw_->worker(0);
+  EXPECT_EQ(run(in, true), out0);
 }
 
 // ---- Fabric VLAN, MTU and chained frames (docs/design/vlan-jumbo.md) ----

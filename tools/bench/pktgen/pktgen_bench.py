@@ -1009,7 +1009,7 @@ def write_plot(results, png, work):
             with open(dat, "w") as f:
                 for t in sorted(pt["duts"][kind]["trials"], key=lambda t: t["offered_mpps"]):
                     f.write(f"{t['offered_mpps'] * 1000:.3f} {t['delivered_mpps'] * 1000:.3f}\n")
-            plots.append((pt["name"], kind, dat))
+            plots.append((pt["name"], kind, dat, DIRECTIONS[pt.get("direction", "encap")]))
     if not plots:
         return False
     names = sorted({p[0] for p in plots}, key=[p[0] for p in plots].index)
@@ -1017,12 +1017,15 @@ def write_plot(results, png, work):
              f"noenhanced", f"set output '{png}'",
              f"set multiplot layout {(len(names) + 1) // 2},{min(len(names), 2)} title "
              f"'Pktgen-DPDK RFC 2544 trials: offered vs delivered (net_af_packet on veth)'",
-             "set grid", "set key top left", "set xlabel 'offered kpps (pktgen port 0)'",
-             "set ylabel 'delivered kpps (pktgen port 1)'"]
+             "set grid", "set key top left"]
     for name in names:
         mine = [p for p in plots if p[0] == name]
+        # The decap direction sends on port 1 and receives on port 0.
+        dr = mine[0][3]
+        lines.append(f"set xlabel 'offered kpps (pktgen port {dr['tx']})'")
+        lines.append(f"set ylabel 'delivered kpps (pktgen port {dr['rx']})'")
         parts = ["x title 'no loss' dt 2 lc rgb '#999999'"]
-        for _, kind, dat in mine:
+        for _, kind, dat, _ in mine:
             color = "#7f7f7f" if kind == "testpmd" else "#1f77b4"
             label = "testpmd io" if kind == "testpmd" else "srv6gw"
             parts.append(f"'{dat}' using 1:2 with linespoints pt 7 lc rgb '{color}' "

@@ -73,3 +73,31 @@ TEST(ConvertStats, EveryReasonOfEveryGroupIsInTheDropList) {
 
 }  // namespace
 }  // namespace srv6gw::agent
+
+// A policy's rail scope survives the proto in both directions (Apply, GetPolicy, the journal):
+// SrPolicy.rails <-> config::Policy::rails, in order; none = every rail.
+TEST(ConvertPolicy, RailScopeRoundTrips) {
+  srv6gw::v1::SrPolicy in;
+  in.set_name("p");
+  in.add_rails("gpu1");
+  in.add_rails("gpu0");
+  auto* sl = in.add_segment_lists();
+  sl->set_name("l");
+  sl->set_path_id(1);
+  sl->add_sids("fc00:1::1");
+  srv6gw::config::Policy p;
+  srv6gw::agent::FieldError fe;
+  ASSERT_TRUE(srv6gw::agent::from_proto(in, p, fe)) << fe.field << ": " << fe.message;
+  EXPECT_EQ(p.rails, (std::vector<std::string>{"gpu1", "gpu0"}));
+  srv6gw::v1::SrPolicy out;
+  srv6gw::agent::to_proto(p, out);
+  ASSERT_EQ(out.rails_size(), 2);
+  EXPECT_EQ(out.rails(0), "gpu1");
+  EXPECT_EQ(out.rails(1), "gpu0");
+  srv6gw::config::Policy again;
+  ASSERT_TRUE(srv6gw::agent::from_proto(out, again, fe));
+  EXPECT_EQ(again, p);
+  p.rails.clear();
+  srv6gw::agent::to_proto(p, out);
+  EXPECT_EQ(out.rails_size(), 0);
+}

@@ -71,6 +71,46 @@ TEST(ConvertStats, EveryReasonOfEveryGroupIsInTheDropList) {
   EXPECT_EQ(stats.workers(0).drops_size(), 3);  // non-zero reasons only
 }
 
+// A path probed by two rails: GetStats names each rail's probes (PathStats.rail_probes, in
+// rail order) and `probe` is the first; a single pair (no rail named) keeps `probe` alone.
+TEST(ConvertStats, ProbesOfAPathNameTheirRail) {
+  StatsSnapshot snap;
+  dataplane::Gateway::PathStats path;
+  path.policy = "far";
+  path.segment_list = "l";
+  path.path_id = 5;
+  snap.paths = {path};
+  engine::ProbePathView a, b;
+  a.path_id = b.path_id = 5;
+  a.rail = "a";
+  a.sent = 10;
+  b.rail = "b";
+  b.sent = 20;
+  b.state = engine::ProbeState::down;
+  snap.probes = {a, b};
+  v1::Stats stats;
+  to_proto(snap, 1, stats);
+  ASSERT_EQ(stats.policies_size(), 1);
+  ASSERT_EQ(stats.policies(0).paths_size(), 1);
+  const v1::PathStats& ps = stats.policies(0).paths(0);
+  ASSERT_EQ(ps.rail_probes_size(), 2);
+  EXPECT_EQ(ps.rail_probes(0).rail(), "a");
+  EXPECT_EQ(ps.rail_probes(0).sent(), 10u);
+  EXPECT_EQ(ps.rail_probes(1).rail(), "b");
+  EXPECT_EQ(ps.rail_probes(1).state(), v1::PATH_STATE_DOWN);
+  EXPECT_EQ(ps.probe().rail(), "a");
+  EXPECT_EQ(ps.probe().sent(), 10u);
+
+  a.rail.clear();
+  snap.probes = {a};
+  v1::Stats single_pair;
+  to_proto(snap, 2, single_pair);
+  const v1::PathStats& single = single_pair.policies(0).paths(0);
+  EXPECT_EQ(single.rail_probes_size(), 0);
+  EXPECT_TRUE(single.has_probe());
+  EXPECT_EQ(single.probe().rail(), "");
+}
+
 }  // namespace
 }  // namespace srv6gw::agent
 

@@ -154,6 +154,14 @@ std::string encap_text(const v1::SrPolicy& p) {
   return s;
 }
 
+// The rails a policy applies on (policy/rails): "all" when it names none.
+std::string rails_text(const v1::SrPolicy& p) {
+  if (p.rails_size() == 0) return "all";
+  std::string out;
+  for (const auto& r : p.rails()) out += (out.empty() ? "" : ",") + r;
+  return out;
+}
+
 std::string selection_text(const v1::SrPolicy& p) {
   const auto& sel = p.selection();
   std::string s = lower_enum(v1::SelectionMode_Name(sel.mode()), "SELECTION_MODE_");
@@ -240,7 +248,9 @@ int list_policies(Ctx& c) {
   v1::ListPoliciesRequest req;
   if (c.args.page_size) req.set_page_size(*c.args.page_size);
   v1::ListPoliciesResponse all;
-  Table t({"NAME", "COLOR", "ENDPOINT", "ENCAP", "SELECTION", "SEGMENT-LISTS"});
+  // A RAILS column only when some policy is scoped to rails (the table is unchanged else).
+  std::vector<std::vector<std::string>> rows;
+  bool scoped = false;
   for (;;) {
     grpc::ClientContext ctx;
     c.deadline(ctx);
@@ -254,8 +264,10 @@ int list_policies(Ctx& c) {
         lists += sl.name() + " (" + std::to_string(sl.path_id()) + ", w" +
                  std::to_string(sl.weight()) + (sl.backup() ? ", backup" : "") + ")";
       }
-      t.add({p.name(), std::to_string(p.color()), p.endpoint().empty() ? "-" : p.endpoint(),
-             encap_text(p), selection_text(p), lists});
+      rows.push_back({p.name(), std::to_string(p.color()),
+                      p.endpoint().empty() ? "-" : p.endpoint(), encap_text(p), selection_text(p),
+                      rails_text(p), lists});
+      scoped |= p.rails_size() > 0;
     }
     all.mutable_policies()->MergeFrom(resp.policies());
     all.set_generation(resp.generation());
@@ -266,6 +278,14 @@ int list_policies(Ctx& c) {
   if (c.cli.json) {
     std::cout << to_json(all);
   } else {
+    std::vector<std::string> header = {"NAME",      "COLOR", "ENDPOINT",     "ENCAP",
+                                       "SELECTION", "RAILS", "SEGMENT-LISTS"};
+    if (!scoped) header.erase(header.begin() + 5);
+    Table t(header);
+    for (auto& row : rows) {
+      if (!scoped) row.erase(row.begin() + 5);
+      t.add(row);
+    }
     t.print(std::cout);
     std::cout << t.size() << " policies at generation " << all.generation() << "\n";
   }
@@ -366,7 +386,8 @@ int cmd_show_policy(Ctx& c) {
             << "  source     " << (p.source_address().empty() ? "(gateway)" : p.source_address())
             << "\n"
             << "  encap      " << encap_text(p) << "\n"
-            << "  selection  " << selection_text(p) << "\n";
+            << "  selection  " << selection_text(p) << "\n"
+            << "  rails      " << rails_text(p) << "\n";
   Table t({"  SEGMENT-LIST", "PATH-ID", "WEIGHT", "ROLE", "SIDS"});
   for (const auto& sl : p.segment_lists()) {
     std::string sids;
@@ -413,18 +434,37 @@ int cmd_state(Ctx& c) {
 // Probed paths only: state, counts, RTT and the traffic class the probes go out with.
 void print_probe_table(const v1::Stats& s) {
   auto n = [](uint64_t v) { return std::to_string(v); };
-  Table t({"POLICY", "SEGMENT-LIST", "PATH-ID", "PROBE", "SENT", "ANSWERED", "LOST", "RTT-P99-US",
-           "TRAFFIC-CLASS"});
+  // With rails, one row per rail probing the path (RAIL column); a single pair as before.
+  bool railed = false;
+  for (const auto& p : s.policies())
+    for (const auto& path : p.paths()) railed |= path.rail_probes_size() > 0;
+  std::vector<std::string> header = {"POLICY", "SEGMENT-LIST", "PATH-ID",
+                                     "PROBE",  "SENT",         "ANSWERED",
+                                     "LOST",   "RTT-P99-US",   "TRAFFIC-CLASS"};
+  if (railed) header.insert(header.begin() + 3, "RAIL");
+  Table t(header);
   for (const auto& p : s.policies()) {
     for (const auto& path : p.paths()) {
       if (!path.has_probe()) continue;
-      const v1::ProbeStats& pr = path.probe();
-      char tc[48];
-      std::snprintf(tc, sizeof tc, "0x%02x dscp %u (%s)", pr.traffic_class(),
-                    pr.traffic_class() >> 2, pr.traffic_class_source().c_str());
-      t.add({p.name(), path.segment_list(), n(path.path_id()),
-             pr.state() == v1::PATH_STATE_DOWN ? "down" : "up", n(pr.sent()), n(pr.answered()),
-             n(pr.lost()), n(pr.rtt_p99_ns() / 1000), tc});
+      std::vector<const v1::ProbeStats*> probes;
+      for (const auto& pr : path.rail_probes()) probes.push_back(&pr);
+      if (probes.empty()) probes.push_back(&path.probe());
+      for (const v1::ProbeStats* pr : probes) {
+        char tc[48];
+        std::snprintf(tc, sizeof tc, "0x%02x dscp %u (%s)", pr->traffic_class(),
+                      pr->traffic_class() >> 2, pr->traffic_class_source().c_str());
+        std::vector<std::string> row = {p.name(),
+                                        path.segment_list(),
+                                        n(path.path_id()),
+                                        pr->state() == v1::PATH_STATE_DOWN ? "down" : "up",
+                                        n(pr->sent()),
+                                        n(pr->answered()),
+                                        n(pr->lost()),
+                                        n(pr->rtt_p99_ns() / 1000),
+                                        tc};
+        if (railed) row.insert(row.begin() + 3, pr->rail().empty() ? "-" : pr->rail());
+        t.add(row);
+      }
     }
   }
   if (t.size() == 0) return;

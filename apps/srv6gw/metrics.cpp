@@ -194,7 +194,9 @@ void add_probes(Families& out, const ProbeRunner& prober) {
   MetricFamily& rtt = out.gauge("srv6gw_path_probe_rtt_seconds",
                                 "Probe round-trip time over the window (quantile: min, avg, p99)");
   for (const engine::ProbePathView& v : prober.paths()) {
-    const Labels l = path_labels(v.policy, v.segment_list, v.path_id);
+    Labels l = path_labels(v.policy, v.segment_list, v.path_id);
+    // With rails, each rail probing the path is its own series (a single pair: as before).
+    if (!v.rail.empty()) l.push_back({"rail", v.rail});
     Families::sample(up, v.state == engine::ProbeState::up ? 1 : 0, l);
     Families::sample(sent, double(v.sent), l);
     Families::sample(answered, double(v.answered), l);

@@ -59,6 +59,7 @@ void ProbeRunner::sync() {
   const config::GatewayConfig& cfg = gw_.running_config();
   const std::vector<config::Rail> cfg_rails = config::effective_rails(cfg);
   hop_limit_ = cfg.hop_limit;
+  named_rails_ = !cfg.rails.empty();
   std::optional<net::Ipv6Addr> shared_probe_sid;
   for (const config::LocalSid& ls : cfg.local_sids)
     if (ls.behavior == srv6::LocalSidBehavior::end_probe) {
@@ -90,7 +91,9 @@ void ProbeRunner::sync() {
       for (size_t pi = 0; pi < cfg.policies.size(); ++pi) {
         const config::Policy& p = cfg.policies[pi];
         const config::ProbeClass cls = pi < classes.size() ? classes[pi] : config::ProbeClass{};
-        if (!p.probe_sid) continue;
+        // A rail probes only the policies on it (policy/rails): its plane is the one their
+        // SIDs are reached through.
+        if (!p.probe_sid || !config::policy_on_rail(p, cr.name)) continue;
         for (const config::SegmentList& sl : p.segment_lists) {
           // The segment list ends at the remote's decapsulation SID: the probe goes over the
           // same transit SIDs to the remote's probe SID instead, and back over them reversed.
@@ -248,6 +251,8 @@ std::vector<engine::ProbePathView> ProbeRunner::paths() const {
   std::vector<engine::ProbePathView> out;
   for (const Rail& rail : rails_) {
     std::vector<engine::ProbePathView> v = rail.monitor.paths();
+    if (named_rails_)
+      for (engine::ProbePathView& pv : v) pv.rail = rail.name;
     out.insert(out.end(), v.begin(), v.end());
   }
   return out;

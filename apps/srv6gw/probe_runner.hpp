@@ -93,6 +93,7 @@ class ProbeRunner {
   dataplane::Gateway& gw_;
   EngineRunner& engine_;
   std::vector<Rail> rails_;
+  bool named_rails_ = false;  // the configuration has rails/rail: paths() names them
   uint8_t hop_limit_ = 64;
   std::vector<Probed> probed_;
   std::set<uint16_t> engine_down_;  // path ids the engine was told are down by the probes

@@ -183,7 +183,14 @@ int cmd_probes(const char*, const char*, rte_tel_data* d) {
       rte_tel_data_add_dict_u64(e, "rtt_p99_ns", v.rtt_p99_ns);
       rte_tel_data_add_dict_u64(e, "traffic_class", v.traffic_class);
       rte_tel_data_add_dict_string(e, "traffic_class_source", v.traffic_class_source.c_str());
-      rte_tel_data_add_dict_container(d, std::to_string(v.path_id).c_str(), e, 0);
+      // With rails a path probed by two rails is two entries: keyed "RAIL/PATH-ID" and naming
+      // the rail (a single pair keeps the path id alone as the key).
+      std::string key = std::to_string(v.path_id);
+      if (!v.rail.empty()) {
+        rte_tel_data_add_dict_string(e, "rail", clip(v.rail).c_str());
+        key = clip(v.rail) + "/" + key;
+      }
+      rte_tel_data_add_dict_container(d, key.c_str(), e, 0);
     }
     return 0;
   });

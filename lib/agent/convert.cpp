@@ -80,6 +80,8 @@ bool from_proto(const v1::SrPolicy& in, config::Policy& out, FieldError& error) 
     }
     out.probe_dscp = uint8_t(in.probe_dscp());
   }
+  // Names are checked against the rails by validation (the rails are in the configuration).
+  out.rails.assign(in.rails().begin(), in.rails().end());
   switch (in.encap()) {
     case v1::ENCAP_MODE_UNSPECIFIED:
     case v1::ENCAP_MODE_ENCAPS:
@@ -358,6 +360,7 @@ void to_proto(const config::Policy& in, v1::SrPolicy& out) {
   if (in.source) out.set_source_address(net::to_string(*in.source));
   if (in.probe_sid) out.set_probe_sid(net::to_string(*in.probe_sid));
   if (in.probe_dscp) out.set_probe_dscp(*in.probe_dscp);
+  for (const std::string& r : in.rails) out.add_rails(r);
   switch (in.encap) {
     case srv6::EncapMode::encaps:
       out.set_encap(v1::ENCAP_MODE_ENCAPS);

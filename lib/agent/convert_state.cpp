@@ -91,6 +91,7 @@ void probe_to_proto(const engine::ProbePathView& pv, v1::ProbeStats& ps) {
   ps.set_traffic_class(pv.traffic_class);
   ps.set_traffic_class_source(pv.traffic_class_source);
   ps.set_consecutive_lost(pv.consecutive_lost);
+  ps.set_rail(pv.rail);
 }
 
 }  // namespace
@@ -267,7 +268,9 @@ void to_proto(const StatsSnapshot& st, uint64_t generation, v1::Stats& resp) {
     o->set_active_flows(p.active_flows);
     o->set_load_group(p.load_group);
     for (const engine::ProbePathView& pv : st.probes) {
-      if (pv.path_id == p.path_id) probe_to_proto(pv, *o->mutable_probe());
+      if (pv.path_id != p.path_id) continue;
+      if (!o->has_probe()) probe_to_proto(pv, *o->mutable_probe());
+      if (!pv.rail.empty()) probe_to_proto(pv, *o->add_rail_probes());
     }
     policy->set_packets(policy->packets() + p.packets);
     policy->set_bytes(policy->bytes() + p.bytes);

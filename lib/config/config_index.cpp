@@ -170,6 +170,9 @@ std::optional<IndexError> ConfigIndex::check(const GatewayConfig& running,
   std::map<net::Ipv6Addr, const LocalSid*> after_local;
   std::set<net::Ipv6Addr> removed_local;
   int64_t local_count = int64_t(local_sids_.size());
+  // Each rail's local SIDs (rails/rail/local-sids) are read from `running`: the index holds
+  // the shared list only, and a batch that changes a rail is validated whole instead.
+  for (const Rail& r : running.rails) local_count += int64_t(r.local_sids.size());
   for (const LocalSidDelta& d : delta.local_sids) {
     if (d.before) {
       removed_local.insert(d.before->sid);
@@ -207,10 +210,24 @@ std::optional<IndexError> ConfigIndex::check(const GatewayConfig& running,
       return fail(local_sid_conflict(sid, owner.policy, owner.segment_list));
     }
   }
+  // The rails' SIDs: unique across every list, and none a SID of a policy (as validate()).
+  bool rail_probe_sid = false;
+  for (const Rail& r : running.rails)
+    for (const LocalSid& ls : r.local_sids) {
+      rail_probe_sid |= ls.behavior == srv6::LocalSidBehavior::end_probe;
+      const std::string path = rail_local_sid_path(r.name, ls.sid);
+      if (after_local.count(ls.sid))
+        return fail(ConfigError{path, "duplicate local SID " + net::to_string(ls.sid)});
+      if (auto it = batch_sids.find(ls.sid); it != batch_sids.end()) {
+        ConfigError e = local_sid_conflict(ls.sid, it->second.policy, it->second.segment_list);
+        e.path = path;
+        return fail(e);
+      }
+    }
 
   // A probed policy needs a local end-probe SID (where its replies come back), as
   // validate() requires of the whole result.
-  bool probe_sid_after = false;
+  bool probe_sid_after = rail_probe_sid;
   for (const auto& [sid, behavior] : local_sids_) {
     probe_sid_after |= behavior == srv6::LocalSidBehavior::end_probe && !removed_local.count(sid) &&
                        !after_local.count(sid);

@@ -289,6 +289,11 @@ void write_config(const GatewayConfig& cfg, JsonWriter& w) {
       if (p.source) w.string("source-address", net::to_string(*p.source));
       if (p.probe_sid) w.string("probe-sid", net::to_string(*p.probe_sid));
       if (p.probe_dscp) w.number("probe-dscp", *p.probe_dscp);
+      if (!p.rails.empty()) {
+        w.open_array("rails");
+        for (const std::string& r : p.rails) w.string_element(r);
+        w.close_array();
+      }
       w.string("encap", yang_name(p.encap));
       w.open_object("usid-format");
       w.number("block-bits", p.usid.block_bits);

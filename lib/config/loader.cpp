@@ -378,6 +378,8 @@ Policy map_policy(const lyd_node* n) {
       p.probe_sid = as_ipv6(c);
     } else if (name == "probe-dscp") {
       p.probe_dscp = as_uint<uint8_t>(c);
+    } else if (name == "rails") {
+      p.rails.push_back(std::string(value_of(c)));
     } else if (name == "encap") {
       p.encap = as_encap(c);
     } else if (name == "usid-format") {

@@ -62,7 +62,7 @@ bool operator==(const Policy& a, const Policy& b) {
          a.usid.usid_bits == b.usid.usid_bits && a.selection == b.selection &&
          a.flowlet_gap_us == b.flowlet_gap_us && a.idle_gap_us == b.idle_gap_us &&
          a.spray_opcodes == b.spray_opcodes && a.segment_lists == b.segment_lists &&
-         a.probe_sid == b.probe_sid && a.probe_dscp == b.probe_dscp;
+         a.probe_sid == b.probe_sid && a.probe_dscp == b.probe_dscp && a.rails == b.rails;
 }
 
 const char* to_string(ProbeClassSource s) {
@@ -160,6 +160,25 @@ std::vector<Rail> effective_rails(const GatewaySettings& cfg) {
   r.fabric_port = cfg.fabric_port;
   r.queues = cfg.queues;
   return rails;  // source, MACs: the gateway-wide ones; local SIDs: the shared list
+}
+
+uint64_t policy_rail_mask(const Policy& p, const GatewaySettings& cfg) {
+  if (p.rails.empty()) return kAllRails;
+  uint64_t mask = 0;
+  if (cfg.rails.empty()) {
+    if (policy_on_rail(p, kImplicitRailName)) mask = 1;
+    return mask;
+  }
+  for (size_t i = 0; i < cfg.rails.size() && i < kMaxRails; ++i)
+    if (policy_on_rail(p, cfg.rails[i].name)) mask |= uint64_t(1) << i;
+  return mask;
+}
+
+bool policy_on_rail(const Policy& p, std::string_view rail) {
+  if (p.rails.empty()) return true;
+  for (const std::string& r : p.rails)
+    if (r == rail) return true;
+  return false;
 }
 
 net::Ipv6Addr rail_source(const GatewaySettings& cfg, const Rail& rail) {

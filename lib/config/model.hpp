@@ -107,6 +107,10 @@ struct Policy {
   std::optional<net::Ipv6Addr> probe_sid;
   // DSCP of the probes (0..63); unset: derived from the steering rules (probe_dscp_of below).
   std::optional<uint8_t> probe_dscp;
+  // The rails this policy applies on, by rail name (leaf-list policy/rails); empty = every
+  // rail. Steering rules inherit their policy's scope: a packet of another rail that matches
+  // a rule to this policy takes the steering-miss action (docs/design/rails.md).
+  std::vector<std::string> rails;
 };
 bool operator==(const Policy& a, const Policy& b);  // srv6::UsidFormat has no operator==
 
@@ -262,6 +266,13 @@ struct GatewayConfig : GatewaySettings {
 // The rails the gateway runs: cfg.rails, or the one implicit rail (kImplicitRailName) made of
 // the top-level ports, queues, source and MACs of a single-pair configuration.
 std::vector<Rail> effective_rails(const GatewaySettings& cfg);
+// The rails a policy applies on as a mask over effective_rails(cfg) (bit i = rail i; rails
+// are at most kMaxRails = 64): every bit for a policy without `rails`; a name that is not a
+// rail sets no bit (validate() refuses it). The implicit rail is named kImplicitRailName.
+inline constexpr uint64_t kAllRails = ~uint64_t(0);
+uint64_t policy_rail_mask(const Policy& p, const GatewaySettings& cfg);
+// Whether policy `p` applies on the rail named `rail`.
+bool policy_on_rail(const Policy& p, std::string_view rail);
 // The rail's outer source: its own, else the gateway's source-address.
 net::Ipv6Addr rail_source(const GatewaySettings& cfg, const Rail& rail);
 // The traffic class a policy's probes go out with (docs/design/probing.md): its probe-dscp

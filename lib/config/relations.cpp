@@ -43,6 +43,50 @@ ConfigError probe_needs_local_sid(std::string_view policy) {
           "replies come back)"};
 }
 
+std::optional<ConfigError> check_policy_rails(const GatewaySettings& cfg, const Policy& p) {
+  if (p.rails.empty()) return std::nullopt;
+  const std::string path = policy_path(p.name) + "/rails";
+  std::string known;
+  auto is_rail = [&cfg](std::string_view name) {
+    if (cfg.rails.empty()) return name == kImplicitRailName;
+    for (const Rail& r : cfg.rails)
+      if (r.name == name) return true;
+    return false;
+  };
+  for (size_t i = 0; i < p.rails.size(); ++i) {
+    const std::string& name = p.rails[i];
+    if (!is_rail(name)) {
+      if (cfg.rails.empty()) {
+        known = std::string("the single pair of ports is rail '") + kImplicitRailName + "'";
+      } else {
+        known = "rails:";
+        for (const Rail& r : cfg.rails) known += " " + r.name;
+      }
+      return ConfigError{path, "unknown rail '" + name + "' (" + known + ")"};
+    }
+    for (size_t j = 0; j < i; ++j)
+      if (p.rails[j] == name) return ConfigError{path, "rail '" + name + "' is named twice"};
+  }
+  return std::nullopt;
+}
+
+std::optional<ConfigError> check_probe_nexthop(const GatewaySettings& cfg, const Policy& p) {
+  if (!p.probe_sid || cfg.fabric_nexthop_mac) return std::nullopt;
+  const std::string msg =
+      " (the gateway sends probes itself: there is no host frame to take the destination MAC "
+      "from)";
+  if (cfg.rails.empty())
+    return ConfigError{policy_path(p.name) + "/probe-sid",
+                       "probe-sid needs ports/fabric-nexthop-mac" + msg};
+  // With rails, each rail that probes the policy may have its own next hop instead.
+  for (const Rail& r : cfg.rails)
+    if (policy_on_rail(p, r.name) && !r.fabric_nexthop_mac)
+      return ConfigError{policy_path(p.name) + "/probe-sid",
+                         "probe-sid needs ports/fabric-nexthop-mac or rail '" + r.name +
+                             "' fabric-nexthop-mac (the rail probes this policy)" + msg};
+  return std::nullopt;
+}
+
 ConfigError unknown_policy(const SteeringRule& r, size_t index) {
   return {rule_path(r, index) + "/policy", "unknown policy '" + r.policy + "'"};
 }

@@ -323,14 +323,11 @@ std::optional<ConfigError> check_policy_impl(const GatewayConfig& cfg, const Pol
     }
     if (auto e = check_path_id_room(cfg, *p.source, pp + "/source-address")) return e;
   }
+  if (auto e = check_policy_rails(cfg, p)) return e;
   // The probe SID's own checks; validate_probes() adds the one on the local SIDs.
   if (p.probe_sid) {
     if (auto why = bad_unicast(*p.probe_sid)) return err(pp + "/probe-sid", "probe-sid " + *why);
-    if (!cfg.fabric_nexthop_mac) {
-      return err(pp + "/probe-sid",
-                 "probe-sid needs ports/fabric-nexthop-mac (the gateway sends probes itself: "
-                 "there is no host frame to take the destination MAC from)");
-    }
+    if (auto e = check_probe_nexthop(cfg, p)) return e;
   }
   if (p.probe_dscp && *p.probe_dscp > 63) {
     return err(pp + "/probe-dscp",

@@ -34,6 +34,12 @@ std::optional<ConfigError> check_policy(const GatewayConfig& settings, const Pol
 // `index` (0-based position) only names rules without an id.
 std::optional<ConfigError> check_rule(const SteeringRule& r, size_t index);
 std::optional<ConfigError> check_local_sid(const LocalSid& ls);
+// A policy's rail scope (policy/rails): every name a rail of the configuration (the implicit
+// rail of a single pair is kImplicitRailName), each once. Part of check_policy.
+std::optional<ConfigError> check_policy_rails(const GatewaySettings& cfg, const Policy& p);
+// A probed policy (probe-sid) needs a fabric next-hop MAC on every rail that probes it: the
+// rail's own, else ports/fabric-nexthop-mac. Part of check_policy.
+std::optional<ConfigError> check_probe_nexthop(const GatewaySettings& cfg, const Policy& p);
 
 // What may change about rails in a running gateway (an Apply, docs/design/rails.md): the
 // same rails by name and order, each with the same ports, queues, source address and MTUs

@@ -93,6 +93,9 @@ inline constexpr size_t kRxBurstHistogramBuckets = 33;
   X(fabric_vlan_tagged_out) /* encapsulated frames sent with the fabric 802.1Q tag */       \
   X(fabric_vlan_tagged_in)  /* tagged fabric frames to our decap SIDs */                    \
   X(chained_in)             /* frames of several mbuf segments handled (MTU configured) */ \
+  /* Rails (docs/design/rails.md): RoCEv2 whose steering match is a policy scoped to other */ \
+  /* rails; it then took the steering-miss action (passed, or dropped as steering_miss). */  \
+  X(steering_off_rail)                                                                       \
   /* Per egress: storms started and ended (egress took frames again); started - ended > 0 */ \
   /* while one lasts. The control thread raises the pause_storm events from these. */        \
   X(storms_to_fabric)                                                                        \

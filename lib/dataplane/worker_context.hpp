@@ -61,6 +61,9 @@ struct alignas(64) WorkerContext {
   // outer source differs from the gateway's source-address, the source written over the
   // templates of policies that set none (docs/design/rails.md).
   uint16_t rail = 0;
+  // 1 << rail: tested against CompiledPolicy::rail_mask per encapsulated packet (a policy
+  // scoped to other rails is a steering miss here). Set with `rail`.
+  uint64_t rail_bit = 1;
   bool rail_source_override = false;
   net::Ipv6Addr rail_source;
   // Local SR engine feedback: the MP/SC event ring (workers enqueue, the main lcore drains)

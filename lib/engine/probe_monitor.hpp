@@ -60,6 +60,9 @@ struct ProbePathView {
   uint64_t rtt_min_ns = 0, rtt_avg_ns = 0, rtt_p99_ns = 0, rtt_last_ns = 0;
   uint8_t traffic_class = 0;  // ProbePathSpec's
   std::string traffic_class_source = "none";
+  // The rail that probes the path, set by the daemon's prober when the configuration names
+  // rails (a path probed by two rails is two views); "" for a single pair.
+  std::string rail;
 };
 
 struct ProbeMonitorCounters {

@@ -199,7 +199,8 @@ uint32_t factor_to_q16(double factor) {
 
 std::unique_ptr<const CompiledPolicy> compile_policy(const config::Policy& p, const CompileEnv& env,
                                                      std::span<const uint32_t> factors_q16,
-                                                     config::ConfigError& error) {
+                                                     config::ConfigError& error,
+                                                     uint64_t rail_mask) {
   const std::string ppath = config::policy_path(p.name);
   if (p.segment_lists.empty()) {
     error = {ppath + "/segment-list", "a policy needs at least one segment list"};
@@ -218,6 +219,7 @@ std::unique_ptr<const CompiledPolicy> compile_policy(const config::Policy& p, co
   cp->lineage = next_lineage();
   cp->mode = p.selection;
   cp->default_source = !p.source;
+  cp->rail_mask = rail_mask;
   cp->name = p.name;
   cp->path_count = uint8_t(p.segment_lists.size());
   const uint64_t hz = env.tsc_hz ? env.tsc_hz : 1000000;

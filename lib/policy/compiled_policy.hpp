@@ -64,6 +64,9 @@ class CompiledPolicy {
   // The templates carry the gateway's source-address (the policy sets none): a worker of a
   // rail with its own source writes that one instead (docs/design/rails.md).
   bool default_source = true;
+  // bit i set = the policy applies on rail i (config::policy_rail_mask; every bit when it
+  // has no `rails`). A worker of another rail treats a match as a steering miss.
+  uint64_t rail_mask = config::kAllRails;
   uint8_t path_count = 0;
   uint8_t active_count = 0;  // segment lists in the active set (0 = no usable path)
   uint64_t active_mask = 0;  // bit i set = path i is in the active set
@@ -102,9 +105,11 @@ struct CompileEnv {
 
 // Compiles `p` (at its YANG path for errors). `factors_q16` gives the engine factor per
 // segment list (empty = all 1.0). Returns null and fills `error` on refusal.
+// `rail_mask`: config::policy_rail_mask of `p` in its configuration (the rails it applies on).
 std::unique_ptr<const CompiledPolicy> compile_policy(const config::Policy& p, const CompileEnv& env,
                                                      std::span<const uint32_t> factors_q16,
-                                                     config::ConfigError& error);
+                                                     config::ConfigError& error,
+                                                     uint64_t rail_mask = config::kAllRails);
 
 // A copy of `p` with new local-engine factors (one per segment list, >= 0, <= kMaxFactor,
 // 0 takes a list out). Selection structures are recomputed; templates are copied. Keeps the

@@ -59,7 +59,7 @@ std::optional<config::ConfigError> Runtime::plan_policies(const config::GatewayC
         for (size_t i = 0; i < p.segment_lists.size(); ++i)
           for (const CompiledPath& path : old->paths)
             if (path.name == p.segment_lists[i].name) factors[i] = path.factor_q16;
-        fresh = compile_policy(p, env, factors, err);
+        fresh = compile_policy(p, env, factors, err, config::policy_rail_mask(p, cfg));
         if (!fresh) return err;
       }
     } else {
@@ -70,7 +70,7 @@ std::optional<config::ConfigError> Runtime::plan_policies(const config::GatewayC
                             "; slots of removed policies return after a grace period)");
       slot = plan.free_after.back();
       plan.free_after.pop_back();
-      fresh = compile_policy(p, env, {}, err);
+      fresh = compile_policy(p, env, {}, err, config::policy_rail_mask(p, cfg));
       if (!fresh) return err;
     }
     plan.slot_by_name.emplace(p.name, slot);

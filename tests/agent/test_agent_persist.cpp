@@ -145,6 +145,10 @@ TEST_F(AgentPersist, RailSettingsAppliedOverGrpcSurviveARestart) {
   r1.mutable_local_sids(0)->set_sid("fc00:0:9::d47");
   v1::ApplyRequest req;
   *req.add_changes()->mutable_upsert_rail() = r1;
+  // A policy scoped to rail r1 (policy/rails) keeps its scope through journal and state file.
+  v1::SrPolicy scoped = make_policy("on-r1", 40, 1);
+  scoped.add_rails("r1");
+  *req.add_changes()->mutable_upsert_policy() = scoped;
   grpc::ClientContext ctx;
   v1::ApplyResponse resp;
   ASSERT_TRUE(stub->Apply(&ctx, req, &resp).ok());
@@ -159,6 +163,13 @@ TEST_F(AgentPersist, RailSettingsAppliedOverGrpcSurviveARestart) {
   EXPECT_EQ(st.config.rails[1].fabric_port.vlan.id, 300);
   EXPECT_EQ(st.config.rails[1].local_sids.at(0).sid, v6("fc00:0:9::d47"));
   EXPECT_TRUE(st.config.rails[1].host_port.lossless.enabled);
+  bool found = false;
+  for (const config::Policy& p : st.config.policies)
+    if (p.name == "on-r1") {
+      found = true;
+      EXPECT_EQ(p.rails, std::vector<std::string>{"r1"});
+    }
+  EXPECT_TRUE(found) << "policy on-r1 not restored";
 }
 
 TEST_F(AgentPersist, MissingFileStartsFromTheConfiguration) {

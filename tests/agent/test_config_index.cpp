@@ -254,3 +254,47 @@ TEST(ConfigIndex, CrossObjectRefusalsNameTheSameNode) {
   ls->set_sid("fc00:0:101::e");
   both(sid_clash);
 }
+
+// The incremental check knows each rail's local SIDs (read from the running configuration)
+// and a policy's rail scope, and judges like full validation: an end-probe SID of a rail
+// serves a probed policy, a rail's SID may not be added to the shared list or be a SID of a
+// policy, and a policy naming an unknown rail is refused at its `rails` leaf.
+TEST(ConfigIndex, KnowsRailSidsAndPolicyRailScope) {
+  config::GatewayConfig cfg = test::two_rails_config();
+  cfg.rails[1].local_sids.push_back({test::v6("fc00:0:9::e0"), srv6::LocalSidBehavior::end_probe});
+  cfg.fabric_nexthop_mac = net::MacAddr{{0x02, 0, 0, 0, 0, 0x99}};
+  ASSERT_EQ(config::validate(cfg), std::nullopt);
+  auto state = make_state(cfg, 0);
+  config::ConfigIndex index(state->config);
+  auto judge = [&](const v1::ApplyRequest& req, const char* what) {
+    Batch inc(*state, index, req.changes());
+    Batch full(*state, index, req.changes());
+    auto a = inc.run(Validation::incremental);
+    auto b = full.run(Validation::full);
+    EXPECT_EQ(a.has_value(), b.has_value()) << what << ": " << (a ? a->message : b->message);
+    if (a && b) {
+      EXPECT_EQ(a->message, b->message) << what;
+    }
+    return a ? a->message : std::string();
+  };
+  v1::ApplyRequest probed;
+  v1::SrPolicy p = test::make_policy("probed", 20, 1);
+  p.set_probe_sid("fc00:0:2::e0");
+  p.add_rails("r1");
+  *probed.add_changes()->mutable_upsert_policy() = p;
+  EXPECT_EQ(judge(probed, "probed policy, end-probe SID on rail r1"), "");
+  v1::ApplyRequest unknown_rail;
+  p.add_rails("r7");
+  *unknown_rail.add_changes()->mutable_upsert_policy() = p;
+  const std::string msg = judge(unknown_rail, "unknown rail");
+  EXPECT_NE(msg.find("policy[name='probed']/rails"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown rail 'r7'"), std::string::npos) << msg;
+  v1::ApplyRequest shared_dup;
+  shared_dup.add_changes()->mutable_upsert_local_sid()->set_sid("fc00:0:9::d46");
+  EXPECT_NE(judge(shared_dup, "a rail's SID added to the shared list"), "");
+  v1::ApplyRequest policy_sid;
+  v1::SrPolicy q = test::make_policy("q", 30, 1);
+  q.mutable_segment_lists(0)->set_sids(1, "fc00:0:9::d46");
+  *policy_sid.add_changes()->mutable_upsert_policy() = q;
+  EXPECT_NE(judge(policy_sid, "a rail's SID in a policy"), "");
+}

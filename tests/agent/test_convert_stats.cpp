@@ -71,5 +71,73 @@ TEST(ConvertStats, EveryReasonOfEveryGroupIsInTheDropList) {
   EXPECT_EQ(stats.workers(0).drops_size(), 3);  // non-zero reasons only
 }
 
+// A path probed by two rails: GetStats names each rail's probes (PathStats.rail_probes, in
+// rail order) and `probe` is the first; a single pair (no rail named) keeps `probe` alone.
+TEST(ConvertStats, ProbesOfAPathNameTheirRail) {
+  StatsSnapshot snap;
+  dataplane::Gateway::PathStats path;
+  path.policy = "far";
+  path.segment_list = "l";
+  path.path_id = 5;
+  snap.paths = {path};
+  engine::ProbePathView a, b;
+  a.path_id = b.path_id = 5;
+  a.rail = "a";
+  a.sent = 10;
+  b.rail = "b";
+  b.sent = 20;
+  b.state = engine::ProbeState::down;
+  snap.probes = {a, b};
+  v1::Stats stats;
+  to_proto(snap, 1, stats);
+  ASSERT_EQ(stats.policies_size(), 1);
+  ASSERT_EQ(stats.policies(0).paths_size(), 1);
+  const v1::PathStats& ps = stats.policies(0).paths(0);
+  ASSERT_EQ(ps.rail_probes_size(), 2);
+  EXPECT_EQ(ps.rail_probes(0).rail(), "a");
+  EXPECT_EQ(ps.rail_probes(0).sent(), 10u);
+  EXPECT_EQ(ps.rail_probes(1).rail(), "b");
+  EXPECT_EQ(ps.rail_probes(1).state(), v1::PATH_STATE_DOWN);
+  EXPECT_EQ(ps.probe().rail(), "a");
+  EXPECT_EQ(ps.probe().sent(), 10u);
+
+  a.rail.clear();
+  snap.probes = {a};
+  v1::Stats single_pair;
+  to_proto(snap, 2, single_pair);
+  const v1::PathStats& single = single_pair.policies(0).paths(0);
+  EXPECT_EQ(single.rail_probes_size(), 0);
+  EXPECT_TRUE(single.has_probe());
+  EXPECT_EQ(single.probe().rail(), "");
+}
+
 }  // namespace
 }  // namespace srv6gw::agent
+
+// A policy's rail scope survives the proto in both directions (Apply, GetPolicy, the journal):
+// SrPolicy.rails <-> config::Policy::rails, in order; none = every rail.
+TEST(ConvertPolicy, RailScopeRoundTrips) {
+  srv6gw::v1::SrPolicy in;
+  in.set_name("p");
+  in.add_rails("gpu1");
+  in.add_rails("gpu0");
+  auto* sl = in.add_segment_lists();
+  sl->set_name("l");
+  sl->set_path_id(1);
+  sl->add_sids("fc00:1::1");
+  srv6gw::config::Policy p;
+  srv6gw::agent::FieldError fe;
+  ASSERT_TRUE(srv6gw::agent::from_proto(in, p, fe)) << fe.field << ": " << fe.message;
+  EXPECT_EQ(p.rails, (std::vector<std::string>{"gpu1", "gpu0"}));
+  srv6gw::v1::SrPolicy out;
+  srv6gw::agent::to_proto(p, out);
+  ASSERT_EQ(out.rails_size(), 2);
+  EXPECT_EQ(out.rails(0), "gpu1");
+  EXPECT_EQ(out.rails(1), "gpu0");
+  srv6gw::config::Policy again;
+  ASSERT_TRUE(srv6gw::agent::from_proto(out, again, fe));
+  EXPECT_EQ(again, p);
+  p.rails.clear();
+  srv6gw::agent::to_proto(p, out);
+  EXPECT_EQ(out.rails_size(), 0);
+}

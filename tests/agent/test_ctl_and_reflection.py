@@ -104,6 +104,12 @@ def test_ctl(a, tmp):
         r = ctl(a.ctl, conn, "apply", "-f", "-", stdin=json.dumps(bad), expect=1)
         check("INVALID_ARGUMENT: changes[0].upsert_policy.segment_lists[0].sids[0]: 'fc00::zz' "
               "is not an IPv6 address" in r.stderr, r.stderr)
+        # A policy scoped to a rail the gateway does not have (a single pair is rail "0").
+        bad = {"changes": [{"upsert_policy": {"name": "x", "rails": ["gpu9"], "segment_lists": [
+            {"name": "a", "path_id": 5000, "sids": ["fc00::9"]}]}}]}
+        r = ctl(a.ctl, conn, "apply", "-f", "-", stdin=json.dumps(bad), expect=1)
+        check("unknown rail 'gpu9'" in r.stderr and "policy[name='x']/rails" in r.stderr,
+              r.stderr)
         r = ctl(a.ctl, conn, "apply", "-f", "-", stdin='{"changes": [{"delete_policy": "ghost"}]}',
                 expect=1)
         check("NOT_FOUND: changes[0].delete_policy: no policy 'ghost'" in r.stderr, r.stderr)
@@ -123,6 +129,8 @@ def test_ctl(a, tmp):
         r = ctl(a.ctl, conn, "show", "policy", "pod4-storage")
         check("fc00:0:104::e fc00:0:301::e fc00:0:4::d4" in r.stdout and "backup" in r.stdout
               and "flowlet gap 200us" in r.stdout, r.stdout)
+        # No policy/rails: every rail (and no RAILS column in the list).
+        check("rails      all" in r.stdout, r.stdout)
         ctl(a.ctl, conn, "show", "policy", "nope", expect=1)
         r = ctl(a.ctl, conn, "list", "steering", "--page-size", "3")
         check("exact 10.4.0.11 qp 4660" in r.stdout and "prefix 10.4.0.0/16" in r.stdout

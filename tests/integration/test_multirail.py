@@ -9,6 +9,10 @@
 # ports/fabric-vlan (VLAN 100) and ports/fabric-mtu (9000), rail b gives its own (VLAN 200 with
 # DSCP 0 -> PCP 4, fabric-mtu 1280): the same large host frames pass on rail a and are dropped
 # as too_big on rail b. The periodic stats line is printed for all rails and per rail.
+# Rail scope of policies (policy/rails): one destination (SHARED_DST) is steered by exact
+# rules to a policy per rail (the rules differ by QP: one table, one policy per key); each
+# rail's frames to it carry its own policy's SID, and a rail's frames matching the other
+# rail's rule are steering misses there (steering-miss drop, counted as steering_off_rail).
 # The af_packet + kernel seg6local part is test_multirail_kernel.py
 # (root, namespaces).
 import json
@@ -36,24 +40,40 @@ RAILS = {
 LARGE = 3  # host frames of each rail whose encapsulation (> 1300 B) exceeds rail b's fabric MTU
 LARGE_PAYLOAD = 1300
 FOREIGN_ON_A = 4  # frames to rail b's SID received on rail a's fabric port
+SHARED_DST = "10.0.9.9"  # a destination both rails send to, with a policy per rail
+SHARED = {"a": {"qp": 0x901, "sid": "fc00:91::1"}, "b": {"qp": 0x902, "sid": "fc00:92::1"}}
+SHARED_N = 5  # frames of each rail to SHARED_DST on its own QP
+OFF_N = 2  # frames of each rail to SHARED_DST on the other rail's QP: off-rail misses
+
+
+def roce_to(dst, qp, psn):
+    bth = bytes([0x0A, 0x40, 0xFF, 0xFF, 0]) + qp.to_bytes(3, "big") + bytes([0x80]) + \
+        psn.to_bytes(3, "big")
+    return (Ether(src="02:00:00:00:00:01", dst="02:00:00:00:01:01") /
+            IP(src="10.0.0.1", dst=dst) / UDP(sport=49155, dport=4791, chksum=0) /
+            Raw(bth + bytes(64) + bytes(4)))
+
 
 cfg = {"srv6gw:gateway": {
     "ports": {"mbufs": 4095, "fabric-mtu": 9000, "fabric-vlan": {"id": RAILS["a"]["vlan"]}},
     "source-address": RAILS["a"]["source"],
-    "actions": {"fabric-non-sid": "drop"},
+    "actions": {"fabric-non-sid": "drop", "steering-miss": "drop"},
     "stats-interval-ms": 200,  # the periodic lines: all rails, then one per rail
     "policies": {"policy": [
         {"name": "to-rail-a-peer", "segment-list": [{"name": "l", "path-id": 1,
                                                      "sid": [RAILS["a"]["policy_sid"]]}]},
         {"name": "to-rail-b-peer", "segment-list": [{"name": "l", "path-id": 2,
                                                      "sid": [RAILS["b"]["policy_sid"]]}]},
-    ]},
+    ] + [{"name": f"shared-dst-{n}", "rails": [n],
+          "segment-list": [{"name": "l", "path-id": 10 + i, "sid": [s["sid"]]}]}
+         for i, (n, s) in enumerate(SHARED.items())]},
     # One steering table for both rails: rail-optimized fabrics give each rail its own
     # destination addresses, so one table steers every rail.
     "steering": {"rule": [
         {"id": 1, "prefix": "10.0.1.0/24", "policy": "to-rail-a-peer"},
         {"id": 2, "prefix": "10.0.2.0/24", "policy": "to-rail-b-peer"},
-    ]},
+    ] + [{"id": 10 + i, "exact": {"destination": SHARED_DST, "dest-qp": s["qp"]},
+          "policy": f"shared-dst-{n}"} for i, (n, s) in enumerate(SHARED.items())]},
     "rails": {"rail": []},
 }}
 ports = {}
@@ -69,6 +89,9 @@ for i, (name, r) in enumerate(RAILS.items()):
                      IP(src="10.0.0.1", dst=r["dst"]) / UDP(sport=49154, dport=4791, chksum=0) /
                      Raw(bytes([0x04, 0x40, 0xFF, 0xFF]) + bytes(8) + bytes(LARGE_PAYLOAD))
                      for _ in range(LARGE)], append=True)
+    other = "b" if name == "a" else "a"
+    wrpcap(host_in, [roce_to(SHARED_DST, SHARED[name]["qp"], i) for i in range(SHARED_N)] +
+           [roce_to(SHARED_DST, SHARED[other]["qp"], i) for i in range(OFF_N)], append=True)
     back = [Ether(src="02:00:00:00:0f:0f", dst="02:00:00:00:0f:01") /
             IPv6(src="fc00:99::1", dst=r["sid"], hlim=60, nh=4) /
             IP(src=r["dst"], dst="10.0.0.1", ttl=64) /
@@ -118,9 +141,12 @@ for name, r in RAILS.items():
     p = ports[name]
     fab = rdpcap(p["fabric_out"])
     large_out = LARGE if name == "a" else 0  # rail b's fabric MTU drops them
-    gwlib.check(len(fab) == r["encap"] + large_out,
+    gwlib.check(len(fab) == r["encap"] + large_out + SHARED_N,
                 f"rail {name}: {len(fab)} frames on its fabric port, "
-                f"expected {r['encap'] + large_out}")
+                f"expected {r['encap'] + large_out + SHARED_N}")
+    shared_out = sum(1 for pkt in fab if IP in pkt and pkt[IP].dst == SHARED_DST)
+    gwlib.check(shared_out == SHARED_N,
+                f"rail {name}: {shared_out} frames to {SHARED_DST}, expected {SHARED_N}")
     for pkt in fab:
         gwlib.check(IPv6 in pkt, f"rail {name}: a fabric frame is not IPv6: {pkt.summary()}")
         gwlib.check(Dot1Q in pkt and (pkt[Dot1Q].vlan, pkt[Dot1Q].prio) == (r["vlan"], r["pcp"]),
@@ -129,11 +155,14 @@ for name, r in RAILS.items():
                     f"expected {(r['vlan'], r['pcp'])}")
         gwlib.check(pkt[IPv6].src == r["source"],
                     f"rail {name}: outer source {pkt[IPv6].src}, expected {r['source']}")
-        gwlib.check(pkt[IPv6].dst == r["policy_sid"],
-                    f"rail {name}: outer destination {pkt[IPv6].dst}, expected {r['policy_sid']}")
+        # Frames to the shared destination carry this rail's own policy's SID.
+        sid = SHARED[name]["sid"] if IP in pkt and pkt[IP].dst == SHARED_DST else r["policy_sid"]
+        gwlib.check(pkt[IPv6].dst == sid,
+                    f"rail {name}: outer destination {pkt[IPv6].dst}, expected {sid}")
         gwlib.check(pkt[Ether].dst == r["nexthop"],
                     f"rail {name}: next-hop MAC {pkt[Ether].dst}, expected {r['nexthop']}")
-        gwlib.check(pkt[IP].dst == r["dst"], f"rail {name}: inner destination {pkt[IP].dst}")
+        gwlib.check(pkt[IP].dst in (r["dst"], SHARED_DST),
+                    f"rail {name}: inner destination {pkt[IP].dst}")
     host = rdpcap(p["host_out"])
     gwlib.check(len(host) == r["decap"],
                 f"rail {name}: {len(host)} frames to its host, expected {r['decap']}")
@@ -143,11 +172,15 @@ for name, r in RAILS.items():
         gwlib.check(pkt[Ether].dst == r["host_mac"],
                     f"rail {name}: host MAC {pkt[Ether].dst}, expected {r['host_mac']}")
     rs = rails[name]
-    gwlib.check(rs["encap"] == r["encap"] + large_out, f"rail {name}: encap counter {rs['encap']}")
+    gwlib.check(rs["encap"] == r["encap"] + large_out + SHARED_N,
+                f"rail {name}: encap counter {rs['encap']}")
+    gwlib.check(rs["steering_off_rail"] == OFF_N and rs["drops"]["steering_miss"] == OFF_N,
+                f"rail {name}: steering_off_rail {rs['steering_off_rail']}, steering_miss "
+                f"{rs['drops']['steering_miss']}, expected {OFF_N} (the other rail's policy)")
     gwlib.check(rs["drops"]["too_big"] == LARGE - large_out,
                 f"rail {name}: too_big {rs['drops']['too_big']}, expected {LARGE - large_out}")
     gwlib.check(rs["decap"] == r["decap"], f"rail {name}: decap counter {rs['decap']}")
-    gwlib.check(rs["rx_host"] == r["encap"] + LARGE,
+    gwlib.check(rs["rx_host"] == r["encap"] + LARGE + SHARED_N + OFF_N,
                 f"rail {name}: rx_host counter {rs['rx_host']}")
     foreign = FOREIGN_ON_A if name == "a" else 0
     gwlib.check(rs["drops"]["non_sid_dropped"] == foreign,
@@ -155,9 +188,10 @@ for name, r in RAILS.items():
                 f"expected {foreign}")
     gwlib.check(rs["host"]["name"] == p["host_dev"] and rs["fabric"]["name"] == p["fabric_dev"],
                 f"rail {name}: ports {rs['host']['name']}, {rs['fabric']['name']}")
-    gwlib.check(rs["fabric"]["opackets"] == r["encap"] + large_out,
+    gwlib.check(rs["fabric"]["opackets"] == r["encap"] + large_out + SHARED_N,
                 f"rail {name}: fabric port sent {rs['fabric']['opackets']}")
-gwlib.check(stats["total"]["encap"] == sum(r["encap"] for r in RAILS.values()) + LARGE,
+gwlib.check(stats["total"]["encap"] ==
+            sum(r["encap"] for r in RAILS.values()) + LARGE + len(RAILS) * SHARED_N,
             "total encap is not the sum of the rails'")
 gwlib.check("rail a" in out and "rail b" in out, "the final report has no per-rail rows")
 print("multirail (net_pcap): OK")

@@ -7,6 +7,8 @@
 # Run 2: the requests rail a sent in run 1 arrive on rail b's fabric port of a gateway whose
 # rail b owns the probed SID: each is reflected out of rail b's fabric port (none on rail a's),
 # to rail b's next hop, tagged with the same PCP; the replies go back to rail a's probe SID.
+# Run 3: the policy scoped to rail a (policy/rails) and no gateway-wide next hop (each rail has
+# its own): rail a probes it, rail b sends no probe and reports no path.
 # Link propagation per rail (root and /dev/net/tun, else said and left out): net_tap ports;
 # rail b's fabric tap set down sets rail b's host tap down and leaves rail a's up; up again.
 import json
@@ -44,7 +46,7 @@ def config(rail_b_owns_remote):
     if not rail_b_owns_remote:
         policy.update({"probe-sid": REMOTE_PROBE_SID, "probe-dscp": PROBE_DSCP})
     return {"srv6gw:gateway": {
-        # Validation wants a gateway-wide next hop for probes; each rail's own must win.
+        # A gateway-wide next hop for probes; each rail's own must win.
         "ports": {"mbufs": 4095, "fabric-vlan": {"id": VLAN},
                   "fabric-nexthop-mac": "02:99:00:00:00:01"},
         "source-address": RAILS["a"]["source"],
@@ -104,6 +106,18 @@ def main():
               f"{r['probe_sid']}, VLAN {VLAN} PCP {PCP}")
     gwlib.check("rail a far/l" in out and "rail b far/l" in out,
                 "the probe report does not name the rails")
+
+    # The policy on rail a only: rail b does not probe it (a rail probes the policies on it).
+    scoped = config(False)
+    scoped["srv6gw:gateway"]["policies"]["policy"][0]["rails"] = ["a"]
+    del scoped["srv6gw:gateway"]["ports"]["fabric-nexthop-mac"]
+    only, out = run(work, "scoped", scoped, {})
+    gwlib.check(len(only["a"]) >= 2 and not only["b"],
+                f"policy on rail a: {len(only['a'])} probe requests on rail a, "
+                f"{len(only['b'])} on rail b (expected >= 2 and 0)")
+    gwlib.check("rail a far/l" in out and "rail b far/l" not in out,
+                "the probe report of a policy on rail a names another rail")
+    print(f"policy on rail a: {len(only['a'])} probe requests on rail a, none on rail b")
 
     # Rail a's requests, received on rail b's fabric port of a gateway whose rail b owns the SID.
     fabric_in_b = os.path.join(work, "requests-on-b.pcap")

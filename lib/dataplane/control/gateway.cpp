@@ -111,6 +111,7 @@ class GatewayImpl final : public Gateway {
       const net::Ipv6Addr source = config::rail_source(cfg, cfg_rails[rail]);
       auto w = std::make_unique<WorkerContext>(runtime_->slot_capacity());
       w->rail = uint16_t(rail);
+      w->rail_bit = uint64_t(1) << rail;  // rails < config::kMaxRails = 64
       w->rail_source_override = !(source == cfg.source);
       w->rail_source = source;
       w->runtime = runtime_.get();

@@ -233,7 +233,9 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   const uint32_t slot = fc.slot;
   const policy::CompiledPolicy* p =
       likely(slot != policy::kNoSlot) ? w.runtime->policy(slot) : nullptr;
-  if (unlikely(p == nullptr)) {
+  // A policy scoped to other rails (CompiledPolicy::rail_mask) is a miss on this one.
+  if (unlikely(p == nullptr || !(p->rail_mask & w.rail_bit))) {
+    if (p != nullptr) ++c.steering_off_rail;
     if (view.settings.steering_miss == config::MissAction::pass) {
       *passed = true;
       return nullptr;

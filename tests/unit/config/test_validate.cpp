@@ -554,6 +554,30 @@ const Case kCases[] = {
        c.policies[0].probe_sid = v6("ff02::1");
      },
      kP1 + "/probe-sid", "probe-sid"},
+    // A policy's rail scope (policy/rails, docs/design/rails.md).
+    {"policy_rails_unknown",
+     [](auto& c) {
+       as_two_rails(c);
+       c.policies[0].rails = {"r1", "r9"};
+     },
+     kP1 + "/rails", "unknown rail 'r9' (rails: r0 r1)"},
+    {"policy_rails_twice",
+     [](auto& c) {
+       as_two_rails(c);
+       c.policies[0].rails = {"r1", "r1"};
+     },
+     kP1 + "/rails", "rail 'r1' is named twice"},
+    {"policy_rails_single_pair", [](auto& c) { c.policies[0].rails = {"r0"}; }, kP1 + "/rails",
+     "unknown rail 'r0' (the single pair of ports is rail '0')"},
+    // With rails, each rail probing a policy needs a next hop: its own or the gateway's.
+    {"probe_sid_rail_without_nexthop_mac",
+     [](auto& c) {
+       as_two_rails(c);
+       c.local_sids.push_back({v6("fc00:0:1::f"), srv6::LocalSidBehavior::end_probe});
+       c.rails[0].fabric_nexthop_mac = net::MacAddr{};
+       c.policies[0].probe_sid = v6("fc00:0:2::f");
+     },
+     kP1 + "/probe-sid", "rail 'r1' fabric-nexthop-mac"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Rules, ValidateRefuses, ::testing::ValuesIn(kCases),
@@ -619,6 +643,29 @@ TEST(Validate, AcceptsAProbedPolicy) {
   c.policies[0].probe_sid = v6("fc00:0:2::f");
   auto e = validate(c);
   EXPECT_FALSE(e) << e->path << ": " << e->message;
+}
+
+// A policy scoped to rails that exist; the implicit rail of a single pair is "0"; a probed
+// policy needs no gateway-wide next hop when every rail probing it has its own.
+TEST(Validate, AcceptsRailScopedPolicies) {
+  GatewayConfig c = base();
+  c.policies[0].rails = {"0"};
+  auto e = validate(c);
+  EXPECT_FALSE(e) << e->path << ": " << e->message;
+  EXPECT_EQ(policy_rail_mask(c.policies[0], c), 1u);
+  EXPECT_EQ(policy_rail_mask(c.policies[1], c), kAllRails);
+  as_two_rails(c);
+  c.policies[0].rails = {"r1"};
+  c.policies[1].rails = {"r1", "r0"};
+  c.local_sids.push_back({v6("fc00:0:1::f"), srv6::LocalSidBehavior::end_probe});
+  c.rails[1].fabric_nexthop_mac = net::MacAddr{};
+  c.policies[0].probe_sid = v6("fc00:0:2::f");  // probed by r1 only: r1's next hop serves
+  e = validate(c);
+  EXPECT_FALSE(e) << e->path << ": " << e->message;
+  EXPECT_EQ(policy_rail_mask(c.policies[0], c), 2u);
+  EXPECT_EQ(policy_rail_mask(c.policies[1], c), 3u);
+  EXPECT_TRUE(policy_on_rail(c.policies[0], "r1"));
+  EXPECT_FALSE(policy_on_rail(c.policies[0], "r0"));
 }
 
 // Things that look odd but are legitimate must stay accepted.

@@ -838,6 +838,100 @@ TEST_F(PipelineTest, RailsHaveTheirOwnSourceMacsAndSids) {
   EXPECT_EQ(run(in, true), out0);
 }
 
+// A policy scoped to rails (policy/rails) is applied on those rails only: on another rail a
+// packet matching a rule to it takes the steering-miss action (pass, then drop) and is
+// counted as steering_off_rail; re-scoping it at runtime takes effect on the next packet.
+// Two policies for the same destination address (different QPs), one per rail: each rail's
+// packets get their own policy's SIDs and the other rail's are a miss.
+TEST_F(PipelineTest, PolicyScopedToOneRailIsAMissOnTheOther) {
+  config::GatewayConfig cfg = gateway_config({"fc00:1::1"});
+  cfg.host_port.device.clear();
+  cfg.fabric_port.device.clear();
+  config::Rail r0, r1;
+  r0.name = "a";
+  r0.host_port.device = "0";
+  r0.fabric_port.device = "1";
+  r1.name = "b";
+  r1.host_port.device = "2";
+  r1.fabric_port.device = "3";
+  cfg.rails = {r0, r1};
+  cfg.policies[0].rails = {"b"};
+  RailEnv envs[2];
+  envs[0].ports = {kHostPortMac, kFabricPortMac, true};
+  envs[1].ports = {kHostPortMac, kFabricPortMac, true};
+  config::ConfigError err;
+  gw_ = Gateway::create(cfg, envs, g_hdr_pool, err);
+  ASSERT_NE(gw_, nullptr) << err.path << ": " << err.message;
+  ASSERT_EQ(gw_->worker_count(), 2u);
+
+  const Bytes in = test::roce_frame(RoceSpec{});
+  const Bytes encapsulated = expected_encap(in, cfg, cfg.policies[0].segment_lists[0],
+                                            srv6::EncapMode::encaps, kNexthopMac, kFabricPortMac);
+  w_ = gw_->worker(0);  // rail a: p is not on it, miss action pass
+  EXPECT_EQ(run(in, true), in);
+  EXPECT_EQ(gw_->worker_counters(0).steering_off_rail, 1u);
+  EXPECT_EQ(gw_->worker_counters(0).passed_host_to_fabric, 1u);
+  EXPECT_EQ(gw_->worker_counters(0).encap, 0u);
+  w_ = gw_->worker(1);  // rail b
+  EXPECT_EQ(run(in, true), encapsulated);
+  EXPECT_EQ(gw_->worker_counters(1).encap, 1u);
+  EXPECT_EQ(gw_->worker_counters(1).steering_off_rail, 0u);
+
+  // Miss action drop: dropped as steering_miss, still counted as off-rail.
+  cfg.steering_miss = config::MissAction::drop;
+  ASSERT_EQ(gw_->apply(cfg), std::nullopt);
+  w_ = gw_->worker(0);
+  EXPECT_TRUE(run(in, true).empty());
+  EXPECT_EQ(gw_->worker_counters(0).drops[size_t(DropReason::steering_miss)], 1u);
+  EXPECT_EQ(gw_->worker_counters(0).steering_off_rail, 2u);
+
+  // Re-scoped to rail a at runtime: rail a encapsulates, rail b misses.
+  cfg.policies[0].rails = {"a"};
+  ASSERT_EQ(gw_->apply(cfg), std::nullopt);
+  EXPECT_EQ(run(in, true), encapsulated);
+  w_ = gw_->worker(1);
+  EXPECT_TRUE(run(in, true).empty());
+  EXPECT_EQ(gw_->worker_counters(1).steering_off_rail, 1u);
+
+  // Both rails named, or none: every rail encapsulates.
+  cfg.policies[0].rails = {"b", "a"};
+  ASSERT_EQ(gw_->apply(cfg), std::nullopt);
+  EXPECT_EQ(run(in, true), encapsulated);
+  cfg.policies[0].rails.clear();
+  ASSERT_EQ(gw_->apply(cfg), std::nullopt);
+  EXPECT_EQ(run(in, true), encapsulated);
+
+  // One destination, a policy per rail (the rules differ by QP: one table, one value per key).
+  config::SegmentList sa = cfg.policies[0].segment_lists[0], sb = sa;
+  sa.name = "via-a";
+  sa.path_id = 21;
+  sa.sids = {testing::v6("fc00:a1::1")};
+  sb.name = "via-b";
+  sb.path_id = 22;
+  sb.sids = {testing::v6("fc00:b1::1")};
+  config::Policy pa = testing::policy("pa", config::SelectionMode::flow, {sa});
+  config::Policy pb = testing::policy("pb", config::SelectionMode::flow, {sb});
+  pa.rails = {"a"};
+  pb.rails = {"b"};
+  cfg.policies.push_back(pa);
+  cfg.policies.push_back(pb);
+  RoceSpec qa, qb;
+  qa.dest_qp = 0x101;
+  qb.dest_qp = 0x202;
+  const Bytes in_a = test::roce_frame(qa), in_b = test::roce_frame(qb);
+  cfg.steering.push_back(testing::exact_rule(qa.dst, qa.dest_qp, "pa"));
+  cfg.steering.push_back(testing::exact_rule(qb.dst, qb.dest_qp, "pb"));
+  ASSERT_EQ(gw_->apply(cfg), std::nullopt);
+  w_ = gw_->worker(0);
+  EXPECT_EQ(run(in_a, true),
+            expected_encap(in_a, cfg, sa, srv6::EncapMode::encaps, kNexthopMac, kFabricPortMac));
+  EXPECT_TRUE(run(in_b, true).empty());  // pb is rail b's
+  w_ = gw_->worker(1);
+  EXPECT_EQ(run(in_b, true),
+            expected_encap(in_b, cfg, sb, srv6::EncapMode::encaps, kNexthopMac, kFabricPortMac));
+  EXPECT_TRUE(run(in_a, true).empty());  // pa is rail a's
+}
+
 // ---- Fabric VLAN, MTU and chained frames (docs/design/vlan-jumbo.md) ----
 
 // Segment sizes for a `total`-byte frame: `head` first, then full 2560-byte segments (the

@@ -217,6 +217,9 @@ Options parse_options(int argc, char** argv, std::string& help) {
   const std::string_view command = argv[1];
   if (command.rfind('-', 0) != 0 && command != "encap" && command != "decap" && command != "parse")
     throw UsageError{"unknown command '" + std::string(command) + "' (encap, decap or parse)"};
+  if (command.rfind('-', 0) == 0 && command != "-h" && command != "--help")
+    throw UsageError{"unknown option '" + std::string(command) +
+                     "': the command comes first (encap, decap or parse)"};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -231,6 +234,9 @@ Options parse_options(int argc, char** argv, std::string& help) {
     }
     std::exit(0);
   } catch (const CLI::ParseError& e) {
+    // CLI11 reports a missing --in before an option it does not know: name the unknown one.
+    if (const auto extra = app.remaining(true); !extra.empty())
+      throw UsageError{"unknown option '" + extra.front() + "'"};
     throw UsageError{e.what()};
   }
   return o;

@@ -197,7 +197,7 @@ void write_config(const GatewayConfig& cfg, JsonWriter& w) {
   w.open_object("srv6gw:gateway");
 
   w.open_object("ports");
-  if (cfg.rails.empty()) {  // with rails, each rail names its ports (config/validate.cpp)
+  if (cfg.rails.empty()) {  // with rails, each rail names its ports (config/validate_ports.cpp)
     w.string("host", cfg.host_port.device);
     w.string("fabric", cfg.fabric_port.device);
     w.number("queues", cfg.queues);

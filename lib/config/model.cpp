@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The model's small pieces: enum names (from the lists in model.hpp), Policy equality and
-// the YANG instance paths every refusal names nodes by. Validation is validate.cpp's.
+// the YANG instance paths every refusal names nodes by. Validation: validate*.cpp.
 #include "config/model.hpp"
 
 #include <string_view>

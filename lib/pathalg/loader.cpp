@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "config/loader.hpp"
@@ -174,15 +175,6 @@ Topology map_topology(const lyd_node* top) {
   return t;
 }
 
-std::string json_escape(std::string_view s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o;
-}
-
 std::string gbps_text(uint64_t mbps) {
   std::string s = std::to_string(mbps / 1000);
   if (mbps % 1000) {
@@ -231,61 +223,57 @@ TopologyResult load_topology_file(const std::string& path) {
 }
 
 std::string to_json(const Topology& t) {
-  std::ostringstream o;
-  auto str = [](std::string_view s) { return cat("\"", json_escape(s), "\""); };
-  o << "{\n  \"srv6gw-topology:topology\": {\n";
-  o << "    \"name\": " << str(t.name) << ",\n";
-  o << "    \"usid-format\": {\"block-bits\": " << unsigned(t.usid_format.block_bits)
-    << ", \"usid-bits\": " << unsigned(t.usid_format.usid_bits) << "},\n";
-  o << "    \"switches\": {\"switch\": [";
-  bool first = true;
+  using Json = nlohmann::ordered_json;  // keys in the YANG module's order
+  Json switches = Json::array();
   for (const Node& n : t.nodes()) {
     if (n.is_host()) continue;
-    o << (first ? "\n" : ",\n") << "      {\"name\": " << str(n.name)
-      << ", \"role\": " << str(to_string(n.role));
-    if (n.plane) o << ", \"plane\": " << n.plane;
-    if (n.pod) o << ", \"pod\": " << n.pod;
-    if (n.sid) o << ", \"sid\": " << str(net::to_string(*n.sid));
-    if (n.usid) o << ", \"usid\": " << str(net::to_string(*n.usid));
-    o << "}";
-    first = false;
+    Json s = {{"name", n.name}, {"role", to_string(n.role)}};
+    if (n.plane) s["plane"] = n.plane;
+    if (n.pod) s["pod"] = n.pod;
+    if (n.sid) s["sid"] = net::to_string(*n.sid);
+    if (n.usid) s["usid"] = net::to_string(*n.usid);
+    switches.push_back(std::move(s));
   }
-  o << "\n    ]},\n    \"hosts\": {\"host\": [";
-  first = true;
+  Json hosts = Json::array();
   for (NodeId h : t.hosts()) {
     const Node& n = t.node(h);
     const Gateway& g = n.gateway;
-    o << (first ? "\n" : ",\n") << "      {\"name\": " << str(n.name)
-      << ", \"address\": " << str(net::to_string(n.address)) << ",\n       \"gateway\": {"
-      << "\"source-address\": " << str(net::to_string(g.source))
-      << ", \"locator\": " << str(net::to_string(g.locator) + "/" + std::to_string(g.locator_len))
-      << ", \"decap-sid\": " << str(net::to_string(g.decap_sid));
-    if (g.decap_behavior != srv6::LocalSidBehavior::end_dt46) {
-      o << ", \"decap-behavior\": " << str(config::yang_name(g.decap_behavior));
-    }
-    if (g.usid) o << ", \"usid\": " << str(net::to_string(*g.usid));
-    if (g.probe_sid) o << ", \"probe-sid\": " << str(net::to_string(*g.probe_sid));
-    if (!g.agent.empty()) o << ", \"agent\": " << str(g.agent);
-    o << "}}";
-    first = false;
+    Json gw = {{"source-address", net::to_string(g.source)},
+               {"locator", net::to_string(g.locator) + "/" + std::to_string(g.locator_len)},
+               {"decap-sid", net::to_string(g.decap_sid)}};
+    if (g.decap_behavior != srv6::LocalSidBehavior::end_dt46)
+      gw["decap-behavior"] = config::yang_name(g.decap_behavior);
+    if (g.usid) gw["usid"] = net::to_string(*g.usid);
+    if (g.probe_sid) gw["probe-sid"] = net::to_string(*g.probe_sid);
+    if (!g.agent.empty()) gw["agent"] = g.agent;
+    hosts.push_back(
+        {{"name", n.name}, {"address", net::to_string(n.address)}, {"gateway", std::move(gw)}});
   }
-  o << "\n    ]},\n    \"links\": {\"link\": [";
-  first = true;
+  Json links = Json::array();
   for (const Link& l : t.links()) {
-    o << (first ? "\n" : ",\n") << "      {\"a\": " << str(t.node(l.a).name)
-      << ", \"b\": " << str(t.node(l.b).name);
-    if (l.members != 1) o << ", \"members\": " << l.members;
-    o << ", \"member-gbps\": " << str(gbps_text(l.member_mbps));
-    if (l.state != LinkState::up) o << ", \"state\": " << str(to_string(l.state));
-    if (l.members_up != l.members) o << ", \"members-up\": " << l.members_up;
-    if (l.capacity_override_mbps) {
-      o << ", \"capacity-gbps\": " << str(gbps_text(*l.capacity_override_mbps));
-    }
-    o << "}";
-    first = false;
+    Json j = {{"a", t.node(l.a).name}, {"b", t.node(l.b).name}};
+    if (l.members != 1) j["members"] = l.members;
+    j["member-gbps"] = gbps_text(l.member_mbps);  // decimal64: a string in RFC 7951 JSON
+    if (l.state != LinkState::up) j["state"] = to_string(l.state);
+    if (l.members_up != l.members) j["members-up"] = l.members_up;
+    if (l.capacity_override_mbps) j["capacity-gbps"] = gbps_text(*l.capacity_override_mbps);
+    links.push_back(std::move(j));
   }
-  o << "\n    ]}\n  }\n}\n";
-  return o.str();
+  // One switch, host or link per line: a generated fabric of hundreds of links reads and
+  // diffs as a list (dump(2) would spread each over five to ten lines).
+  const Json usid_format = {{"block-bits", unsigned(t.usid_format.block_bits)},
+                            {"usid-bits", unsigned(t.usid_format.usid_bits)}};
+  std::string o = cat("{\n  \"srv6gw-topology:topology\": {\n    \"name\": ", Json(t.name).dump(),
+                      ",\n    \"usid-format\": ", usid_format.dump(), ",\n");
+  auto list = [&o](const char* container, const char* entry, const Json& items, bool last) {
+    o += cat("    \"", container, "\": {\"", entry, "\": [");
+    for (size_t i = 0; i < items.size(); ++i) o += (i ? ",\n      " : "\n      ") + items[i].dump();
+    o += last ? "\n    ]}\n" : "\n    ]},\n";
+  };
+  list("switches", "switch", switches, false);
+  list("hosts", "host", hosts, false);
+  list("links", "link", links, true);
+  return o + "  }\n}\n";
 }
 
 }  // namespace srv6gw::pathalg

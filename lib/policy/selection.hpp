@@ -51,11 +51,11 @@ struct BalancedEntry {
 };
 inline constexpr uint64_t kStampTscMask = (uint64_t(1) << 48) - 1;
 // 4-way sets of one cache line, 4096 of them: 256 KB per worker, the flowlet table's size.
-// The table had 16384 sets (1 MB) before: with the same flows in use it touches as many
-// lines but over four times the pages, and pipeline-bench measured it ~1.5 ns/packet slower
-// (docs/selection.md). A flow has two candidate sets (two-choice hashing) and a full pair of
-// sets makes room by moving one of their flows to its other set, so 10k flows (0.61 of the
-// 16384 ways) place without overflow.
+// A larger table touches as many lines over more pages, and is slower (the figures:
+// docs/design/performance.md, "Selection modes"). A flow has two candidate sets
+// (two-choice hashing) and a full pair of sets makes room by moving one of their flows to
+// its other set, so 10k flows (0.61 of the 16384 ways) place without overflow
+// (test_balanced.cpp, TenThousandFlowsFitAndMovedFlowsKeepTheirPaths).
 inline constexpr unsigned kBalancedWays = 4;
 struct alignas(64) BalancedSet {
   BalancedEntry way[kBalancedWays];
@@ -68,8 +68,8 @@ static_assert(kBalancedEntries <= 65536, "entry indices are 16 bits");
 // balanced mode: one load group's load as seen by one worker. The byte count is split
 // over lanes chosen by the flow hash: with one counter, consecutive packets of a group
 // chained through one memory location (load, add, store, then the next packet's load of
-// the same address), which cost ~2 ns/packet in pipeline-bench; with kByteLanes counters
-// consecutive packets of different flows mostly add to different ones. Placement sums them.
+// the same address: docs/design/performance.md, "Selection modes"); with kByteLanes
+// counters consecutive packets of different flows mostly add to different ones (summed).
 inline constexpr unsigned kByteLanes = 4;
 struct alignas(64) GroupLoad {
   uint32_t active = 0;  // placed flows not yet released (idle past the gap, re-placed)

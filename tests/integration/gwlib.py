@@ -288,6 +288,34 @@ def stop_checked(g, stats_json, timeout=20):
         return json.load(f), out, err
 
 
+def start_on_interfaces(name, work, enter, config, ifaces, eal_extra=(), app_extra=(),
+                        lcores=None, qpairs=1, timeout=30):
+    """The daemon on Linux interfaces, as the kernel-peer tests run it: one net_af_packet
+    vdev per name of `ifaces`, in order (net_af_packet0, 1, ...: host, fabric, the next
+    rail's host, ...), started inside `enter` (netns_lib.open_in_netns(ns), where the
+    interfaces are). Writes `config` to <work>/<name>.json, the stats to
+    <work>/<name>-stats.json. `qpairs`: queues of each port (the configuration's must
+    match). `lcores` replaces "-l 0-1" with "--lcores LCORES"; `eal_extra`
+    and `app_extra` are added to the EAL and the daemon's arguments. Returns start_logged()'s
+    dict with "stats", "config" and "prefix" (the EAL file prefix) added; stop it with
+    stop_checked(g, g["stats"])."""
+    cfg_path = os.path.join(work, f"{name}.json")
+    with open(cfg_path, "w") as f:
+        json.dump(config, f, indent=2)
+    stats = os.path.join(work, f"{name}-stats.json")
+    prefix = unique_prefix(name.replace("-", "_"))
+    eal = eal_args(prefix, [f"net_af_packet{i},iface={iface},qpairs={qpairs}"
+                            for i, iface in enumerate(ifaces)])
+    if lcores is not None:
+        at = eal.index("-l")
+        eal[at:at + 2] = ["--lcores", lcores]
+    eal += list(eal_extra)
+    g = start_logged(name, work, eal, ["--config", cfg_path, "--stats-json", stats] +
+                     list(app_extra), enter=enter, timeout=timeout)
+    g.update({"stats": stats, "config": cfg_path, "prefix": prefix})
+    return g
+
+
 CTL = os.environ.get("SRV6GW_CTL") or os.path.join(os.path.dirname(BIN), "..", "srv6gw-ctl",
                                                     "srv6gw-ctl")
 

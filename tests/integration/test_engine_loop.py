@@ -22,7 +22,6 @@
 # flows move (a weight change keeps every other flow where it is).
 #
 # Needs root and network namespaces (exits 77 otherwise).
-import json
 import multiprocessing
 import os
 import socket
@@ -90,18 +89,10 @@ def config_b(nexthop_mac, host_mac):
 
 
 def start_gateway(chain, role, work, name, config, host_if, fabric_if, main_lcore):
-    cfg_path = os.path.join(work, f"{name}.json")
-    with open(cfg_path, "w") as f:
-        json.dump(config, f, indent=2)
-    stats_json = os.path.join(work, f"{name}-stats.json")
-    eal = gwlib.eal_args(gwlib.unique_prefix(f"engine_{name}"),
-                         [f"net_af_packet0,iface={host_if},qpairs=1",
-                          f"net_af_packet1,iface={fabric_if},qpairs=1"])
-    eal += ["--main-lcore", str(main_lcore)]  # the two workers on different cores
-    g = gwlib.start_logged(name, work, eal, ["--config", cfg_path, "--stats-json", stats_json],
-                           enter=nl.open_in_netns(chain.ns[role]))
-    g["stats"] = stats_json
-    return g
+    # --main-lcore: the two gateways' workers on different cores
+    return gwlib.start_on_interfaces(name, work, nl.open_in_netns(chain.ns[role]), config,
+                                     [host_if, fabric_if],
+                                     eal_extra=["--main-lcore", str(main_lcore)])
 
 
 def stop_gateway(g):

@@ -150,19 +150,11 @@ def frames():
 
 
 def run_gateway(ns, work, entropy_bits, fabric_mac, host_mac):
-    name = f"spread{entropy_bits}"
-    cfg = os.path.join(work, f"{name}.json")
-    with open(cfg, "w") as f:
-        json.dump(config(fabric_mac, host_mac, entropy_bits), f)
-    stats = os.path.join(work, f"{name}-stats.json")
-    prefix = gwlib.unique_prefix(name)
     # Main lcore + two workers on however many CPUs there are (two here).
-    eal = ["--lcores", "(0-2)@(0-1)", "--no-pci", "--no-huge", "-m", "512", "--file-prefix",
-           prefix, "--log-level", "lib.eal:warning",
-           "--vdev", "net_af_packet0,iface=hst,qpairs=2",
-           "--vdev", "net_af_packet1,iface=fab,qpairs=2"]
-    g = gwlib.start_logged(name, work, eal, ["--config", cfg, "--stats-json", stats],
-                           enter=nl.open_in_netns(ns))
+    g = gwlib.start_on_interfaces(f"spread{entropy_bits}", work, nl.open_in_netns(ns),
+                                  config(fabric_mac, host_mac, entropy_bits), ["hst", "fab"],
+                                  lcores="(0-2)@(0-1)", qpairs=2)
+    stats = g["stats"]
     fabric = nl.packet_socket(ns, "fabp")
     fabric.settimeout(0.2)
     tx = nl.packet_socket(ns, "hstp")
@@ -192,7 +184,7 @@ def run_gateway(ns, work, entropy_bits, fabric_mac, host_mac):
     # Bounded wait: until the fabric side saw every frame, or 10 s.
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        t = gwlib.telemetry_query(prefix, "/srv6gw/stats") or {}
+        t = gwlib.telemetry_query(g["prefix"], "/srv6gw/stats") or {}
         if int(t.get("rx_fabric", 0)) >= len(encapsulated):
             break
         time.sleep(0.3)

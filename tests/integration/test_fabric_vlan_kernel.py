@@ -97,16 +97,8 @@ def main():
         macs = {"host": chain.mac("host", "rgt0"), "gw_host": chain.mac("gw", "lft0"),
                 "fab": chain.mac("fab", "lft0"), "fab_rcv_side": chain.mac("fab", "rgt0"),
                 "rcv": chain.mac("rcv", "lft0")}
-        cfg_path = os.path.join(work, "gateway.json")
-        with open(cfg_path, "w") as f:
-            json.dump(fv.gateway_config(macs), f)
-        stats_json = os.path.join(work, "stats.json")
-        eal = gwlib.eal_args(gwlib.unique_prefix("fabric_vlan_kernel"),
-                             ["net_af_packet0,iface=lft0,qpairs=1",
-                              "net_af_packet1,iface=rgt0,qpairs=1"])
-        gw = gwlib.start_logged("gateway", work, eal,
-                                ["--config", cfg_path, "--stats-json", stats_json],
-                                enter=nl.open_in_netns(chain.ns["gw"]), timeout=60)
+        gw = gwlib.start_on_interfaces("gateway", work, nl.open_in_netns(chain.ns["gw"]),
+                                       fv.gateway_config(macs), ["lft0", "rgt0"], timeout=60)
 
         # (a) host -> gateway (tag + PCP) -> BPF pops -> kernel End.DX4 -> rcv.
         host_tx = nl.packet_socket(chain.ns["host"], "rgt0")
@@ -175,7 +167,7 @@ def main():
         for s in (host_tx, rcv_rx, rcv_tx, host_rx):
             s.close()
 
-        stats, _, _ = gwlib.stop_checked(gw, stats_json, timeout=40)
+        stats, _, _ = gwlib.stop_checked(gw, gw["stats"], timeout=40)
         gw = None
         tot = stats["total"]
         want = {"encap": len(samples), "fabric_vlan_tagged_out": len(samples),

@@ -25,7 +25,6 @@
 # namespace (the daemon process is started there); the gw kernel has no addresses and IPv6
 # off on its two veths, so it puts nothing of its own on the wire the PMD could pick up.
 import ipaddress
-import json
 import os
 import sys
 import time
@@ -513,20 +512,9 @@ def run_direction_b(chain, macs):
 
 
 def start_gateway(chain, work, config):
-    cfg_path = os.path.join(work, "gateway.json")
-    with open(cfg_path, "w") as f:
-        json.dump(config, f, indent=2)
-    stats_json = os.path.join(work, "stats.json")
-    eal = gwlib.eal_args(gwlib.unique_prefix("kernel_e2e"),
-                         ["net_af_packet0,iface=lft0,qpairs=1",
-                          "net_af_packet1,iface=rgt0,qpairs=1"])
-    # Started from a thread inside the gw namespace: the daemon lives there, where its
-    # net_af_packet vdevs find the veth ends.
-    g = gwlib.start_logged("gateway", work, eal,
-                           ["--config", cfg_path, "--stats-json", stats_json],
-                           enter=nl.open_in_netns(chain.ns["gw"]))
-    g["stats"] = stats_json
-    return g
+    # Started inside the gw namespace, where its net_af_packet vdevs find the veth ends.
+    return gwlib.start_on_interfaces("gateway", work, nl.open_in_netns(chain.ns["gw"]), config,
+                                     ["lft0", "rgt0"])
 
 
 def check_stats(stats, groups, sent_a, sent_b):

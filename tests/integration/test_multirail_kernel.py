@@ -150,18 +150,10 @@ def main():
                  "policy": f"via-k{name}"} for i, (name, rail) in enumerate(RAILS.items())]},
             "rails": {"rail": rails_cfg},
         }}
-        cfg_path = os.path.join(work, "multirail.json")
-        with open(cfg_path, "w") as f:
-            json.dump(cfg, f, indent=1)
-        stats_json = os.path.join(work, "stats.json")
-        eal = gwlib.eal_args(gwlib.unique_prefix("multirail_k"), [
-            "net_af_packet0,iface=hosta,qpairs=1", "net_af_packet1,iface=faba,qpairs=1",
-            "net_af_packet2,iface=hostb,qpairs=1", "net_af_packet3,iface=fabb,qpairs=1"])
-        eal[eal.index("-l"):eal.index("-l") + 2] = ["--lcores", "(0-2)@(0-1)"]
-        gw = gwlib.start_logged("gateway", work, eal,
-                                ["--config", cfg_path, "--stats-json", stats_json],
-                                enter=nl.open_in_netns(t.ns["gw"]),
-                                timeout=60)  # 4 ports, 2 workers on 2 cores; 3-10x under ASan
+        # 4 ports, 2 workers on 2 cores: up to 60 s (3-10x slower under ASan)
+        gw = gwlib.start_on_interfaces("multirail", work, nl.open_in_netns(t.ns["gw"]), cfg,
+                                       ["hosta", "faba", "hostb", "fabb"],
+                                       lcores="(0-2)@(0-1)", timeout=60)
         p = gw["p"]
         time.sleep(0.5)  # both workers polling
         log(f"gateway up after {time.monotonic() - started:.1f} s")
@@ -241,7 +233,7 @@ def main():
             if stray:
                 failures.append(f"rail {name}'s return traffic reached rail {other}'s host")
 
-        stats, out, err = gwlib.stop_checked(gw, stats_json, timeout=40)
+        stats, out, err = gwlib.stop_checked(gw, gw["stats"], timeout=40)
         p = None
         rails = {r["name"]: r for r in stats["rails"]}
         for name, rail in RAILS.items():

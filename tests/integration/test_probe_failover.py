@@ -232,20 +232,12 @@ def gateway_config(me, nexthop_mac, host_mac, extra_policies=(), extra_rules=())
 
 
 def start_gateway(fab, role, work, name, config, main_lcore, agent_sock=None):
-    cfg_path = os.path.join(work, f"{name}.json")
-    with open(cfg_path, "w") as f:
-        json.dump(config, f, indent=2)
-    prefix = gwlib.unique_prefix(f"probe_{name}")
-    stats_json = os.path.join(work, f"{name}-stats.json")
-    eal = gwlib.eal_args(prefix, ["net_af_packet0,iface=hst,qpairs=1",
-                                  "net_af_packet1,iface=fab,qpairs=1"])
-    eal += ["--main-lcore", str(main_lcore)]
     agent = (["--agent-listen", "unix:" + agent_sock, "--agent-state", "none"]
              if agent_sock else [])
-    g = gwlib.start_logged(name, work, eal,
-                           ["--config", cfg_path, "--stats-json", stats_json] + agent,
-                           enter=nl.open_in_netns(fab.ns[role]))
-    g.update({"stats": stats_json, "prefix": prefix, "sock": agent_sock})
+    g = gwlib.start_on_interfaces(name, work, nl.open_in_netns(fab.ns[role]), config,
+                                  ["hst", "fab"], eal_extra=["--main-lcore", str(main_lcore)],
+                                  app_extra=agent)
+    g["sock"] = agent_sock
     return g
 
 

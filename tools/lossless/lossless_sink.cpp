@@ -2,7 +2,7 @@
 // lossless-sink: the slow receiver of the lossless acceptance test (docs/design/lossless.md). It
 // reads one DPDK port (e.g. a net_memif client facing the gateway's fabric port) at a paced
 // rate, optionally stops reading for a while (a paused receiver), writes every frame it gets
-// to a classic pcap for the checker, and can at the same time send the frames of a pcap
+// to a classic pcap for the checker (lib/pcap), and can at the same time send the frames of a pcap
 // into the port (the other direction) at a paced rate. It never drops what it read: a frame
 // lost on the way is the gateway's or the link's.
 //
@@ -21,8 +21,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "pcap/pcap.hpp"
 
 namespace {
 
@@ -102,46 +105,41 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// Classic pcap (microsecond timestamps, Ethernet).
-class PcapWriter {
+// The capture of what was read, through lib/pcap (libpcap). A chained mbuf is copied into
+// one buffer first: libpcap writes a record from contiguous bytes.
+class CaptureWriter {
  public:
-  explicit PcapWriter(const std::string& path) {
+  explicit CaptureWriter(const std::string& path) {
     if (path.empty()) return;
-    f_ = std::fopen(path.c_str(), "wb");
-    if (f_ == nullptr) usage(("cannot write " + path).c_str());
-    const uint32_t hdr[6] = {0xa1b2c3d4, 0x00040002, 0, 0, 65535, 1};
-    std::fwrite(hdr, sizeof hdr, 1, f_);
+    std::string error;
+    writer_ = srv6gw::pcap::Writer::create(path, error);
+    if (!writer_) usage(error.c_str());
   }
-  ~PcapWriter() {
-    if (f_ != nullptr) std::fclose(f_);
+  void write(const rte_mbuf* m, uint64_t ns) {
+    if (!writer_) return;
+    const uint8_t* data = rte_pktmbuf_mtod(m, const uint8_t*);
+    if (m->next != nullptr) {
+      linear_.resize(m->pkt_len);
+      data = static_cast<const uint8_t*>(rte_pktmbuf_read(m, 0, m->pkt_len, linear_.data()));
+    }
+    if (!writer_->write(data, m->pkt_len, ns)) failed_ = true;
   }
-  void write(const rte_mbuf* m, uint64_t usec) {
-    if (f_ == nullptr) return;
-    const uint32_t rec[4] = {uint32_t(usec / 1000000), uint32_t(usec % 1000000), m->pkt_len,
-                             m->pkt_len};
-    std::fwrite(rec, sizeof rec, 1, f_);
-    for (const rte_mbuf* s = m; s != nullptr; s = s->next)
-      std::fwrite(rte_pktmbuf_mtod(s, const void*), s->data_len, 1, f_);
-  }
+  // False when a record or the final flush did not reach the file.
+  bool close() { return !writer_ || (writer_->close() && !failed_); }
 
  private:
-  std::FILE* f_ = nullptr;
+  std::optional<srv6gw::pcap::Writer> writer_;
+  std::vector<uint8_t> linear_;
+  bool failed_ = false;
 };
 
-std::vector<std::vector<uint8_t>> read_pcap(const std::string& path) {
+std::vector<std::vector<uint8_t>> read_frames(const std::string& path) {
+  std::string error;
+  auto packets = srv6gw::pcap::read_all(path, error);
+  if (!packets) usage(error.c_str());
   std::vector<std::vector<uint8_t>> frames;
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) usage(("cannot read " + path).c_str());
-  uint32_t hdr[6];
-  if (std::fread(hdr, sizeof hdr, 1, f) != 1 || hdr[0] != 0xa1b2c3d4)
-    usage((path + ": not a little-endian microsecond pcap").c_str());
-  uint32_t rec[4];
-  while (std::fread(rec, sizeof rec, 1, f) == 1) {
-    std::vector<uint8_t> b(rec[2]);
-    if (std::fread(b.data(), 1, b.size(), f) != b.size()) break;
-    frames.push_back(std::move(b));
-  }
-  std::fclose(f);
+  frames.reserve(packets->size());
+  for (auto& p : *packets) frames.push_back(std::move(p.data));
   return frames;
 }
 
@@ -187,8 +185,8 @@ int main(int argc, char** argv) {
   }
 
   const std::vector<std::vector<uint8_t>> tx_frames =
-      o.tx_pcap.empty() ? std::vector<std::vector<uint8_t>>{} : read_pcap(o.tx_pcap);
-  PcapWriter out(o.pcap);
+      o.tx_pcap.empty() ? std::vector<std::vector<uint8_t>>{} : read_frames(o.tx_pcap);
+  CaptureWriter out(o.pcap);
   const uint64_t hz = rte_get_timer_hz();
   const uint64_t start = rte_get_timer_cycles();
   const uint64_t deadline = start + uint64_t(o.timeout_s * double(hz));
@@ -249,15 +247,16 @@ int main(int argc, char** argv) {
     if (n == 0) continue;
     rx_due += rx_cycles * n;
     last_rx = now;
-    const uint64_t usec = (now - start) * 1000000 / hz;
+    const uint64_t ns = uint64_t(double(now - start) * 1e9 / double(hz));
     for (uint16_t i = 0; i < n; ++i) {
       bytes += burst[i]->pkt_len;
-      out.write(burst[i], usec);
+      out.write(burst[i], ns);
       rte_pktmbuf_free(burst[i]);
     }
     received += n;
   }
   const double secs = double(rte_get_timer_cycles() - start) / double(hz);
+  const bool written = out.close();
   char report[512];
   std::snprintf(report, sizeof report,
                 "{\"received\": %llu, \"bytes\": %llu, \"seconds\": %.3f, \"tx_sent\": %llu, "
@@ -277,5 +276,10 @@ int main(int argc, char** argv) {
   rte_eth_dev_stop(port);
   rte_eth_dev_close(port);
   rte_eal_cleanup();
+  if (!written) {
+    std::fprintf(stderr, "lossless-sink: the capture %s is incomplete (write failed)\n",
+                 o.pcap.c_str());
+    return 1;
+  }
   return 0;
 }

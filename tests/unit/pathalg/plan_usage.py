@@ -17,7 +17,7 @@ for args, named in [
     (["--bogus"], "--bogus"),
     (["topo.json", "--encap", "nope"], "--encap"),
     (["topo.json", "--max-paths", "0"], "--max-paths"),
-    (["gen", "--bogus-gen"], "--bogus-gen"),
+    (["generate", "--bogus-gen"], "--bogus-gen"),
 ]:
     res = run(*args)
     if res.returncode != 2:

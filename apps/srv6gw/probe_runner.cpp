@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "dataplane/datapath/probe.hpp"
@@ -292,32 +293,42 @@ std::string ProbeRunner::report() const {
 }
 
 std::string ProbeRunner::json() const {
+  using nlohmann::json;
   const engine::ProbeMonitorCounters c = counters();
-  std::string s = fmt::format(
-      "{{\"polls\":{},\"sent\":{},\"alloc_failed\":{},\"ring_full\":{},\"replies\":{},"
-      "\"clock_skew\":{},\"unknown_path\":{},\"unknown_seq\":{},\"transitions_down\":{},"
-      "\"transitions_up\":{},\"busy_ns\":{},\"paths\":[",
-      stats_.polls, stats_.sent, stats_.alloc_failed, stats_.ring_full, stats_.replies,
-      stats_.clock_skew, c.unknown_path, c.unknown_seq, c.transitions_down, c.transitions_up,
-      stats_.busy_ns);
-  bool first = true;
+  json j = {{"polls", stats_.polls},
+            {"sent", stats_.sent},
+            {"alloc_failed", stats_.alloc_failed},
+            {"ring_full", stats_.ring_full},
+            {"replies", stats_.replies},
+            {"clock_skew", stats_.clock_skew},
+            {"unknown_path", c.unknown_path},
+            {"unknown_seq", c.unknown_seq},
+            {"transitions_down", c.transitions_down},
+            {"transitions_up", c.transitions_up},
+            {"busy_ns", stats_.busy_ns}};
+  json& paths = j["paths"] = json::array();
   for (const Rail& rail : rails_)
-    for (const engine::ProbePathView& v : rail.monitor.paths()) {
-      s += fmt::format(
-          "{}{{\"rail\":\"{}\",\"policy\":\"{}\",\"segment_list\":\"{}\",\"path_id\":{},\"state\":"
-          "\"{}\","
-          "\"last_change_ns\":{},\"sent\":{},\"answered\":{},\"lost\":{},\"late\":{},"
-          "\"consecutive_lost\":{},\"loss_ratio\":{:.6f},\"rtt_samples\":{},\"rtt_min_ns\":{},"
-          "\"rtt_avg_ns\":{},\"rtt_p99_ns\":{},\"rtt_last_ns\":{},\"traffic_class\":{},"
-          "\"traffic_class_source\":\"{}\"}}",
-          first ? "" : ",", rail.name, v.policy, v.segment_list, v.path_id,
-          engine::to_string(v.state), v.last_change_ns, v.sent, v.answered, v.lost, v.late,
-          v.consecutive_lost, v.loss_ratio, v.rtt_samples, v.rtt_min_ns, v.rtt_avg_ns, v.rtt_p99_ns,
-          v.rtt_last_ns, v.traffic_class, v.traffic_class_source);
-      first = false;
-    }
-  s += "]}";
-  return s;
+    for (const engine::ProbePathView& v : rail.monitor.paths())
+      paths.push_back({{"rail", rail.name},
+                       {"policy", v.policy},
+                       {"segment_list", v.segment_list},
+                       {"path_id", v.path_id},
+                       {"state", engine::to_string(v.state)},
+                       {"last_change_ns", v.last_change_ns},
+                       {"sent", v.sent},
+                       {"answered", v.answered},
+                       {"lost", v.lost},
+                       {"late", v.late},
+                       {"consecutive_lost", v.consecutive_lost},
+                       {"loss_ratio", v.loss_ratio},
+                       {"rtt_samples", v.rtt_samples},
+                       {"rtt_min_ns", v.rtt_min_ns},
+                       {"rtt_avg_ns", v.rtt_avg_ns},
+                       {"rtt_p99_ns", v.rtt_p99_ns},
+                       {"rtt_last_ns", v.rtt_last_ns},
+                       {"traffic_class", v.traffic_class},
+                       {"traffic_class_source", v.traffic_class_source}});
+  return j.dump();
 }
 
 }  // namespace srv6gw::app

@@ -154,10 +154,11 @@ inline unsigned recent_find_way(uint64_t packed, uint8_t idx) {
   return zero ? unsigned(__builtin_ctzll(zero)) / 8 : kRecentWays;
 }
 
-// Worker side: one packet of the pair `key` (policy `slot`) went out on path index `idx` in
-// coarse epoch `epoch`. Single writer: plain load/store, no read-modify-write.
+// Worker side: `packets` packets (at most 32768) of the pair `key` (policy `slot`) went out
+// on path index `idx` in coarse epoch `epoch`. Single writer: plain load/store, no
+// read-modify-write.
 inline void recent_note(RecentPathEntry& e, uint32_t key, uint32_t slot, uint8_t idx,
-                        uint32_t epoch) {
+                        uint32_t epoch, uint16_t packets = 1) {
   constexpr auto R = std::memory_order_relaxed;
   if (__builtin_expect(e.key.load(R) != key || e.slot.load(R) != slot, 0)) {
     // A new pair takes the entry: its first packet fills way 0 (no search, no victim: under
@@ -169,7 +170,7 @@ inline void recent_note(RecentPathEntry& e, uint32_t key, uint32_t slot, uint8_t
     e.slot.store(slot, R);
     e.epoch.store(epoch, R);
     e.paths.store(~uint64_t(0xFF) | idx, R);
-    e.cur[0].store(1, R);
+    e.cur[0].store(packets, R);
     e.prev[0].store(0, R);
     return;
   }
@@ -200,14 +201,14 @@ inline void recent_note(RecentPathEntry& e, uint32_t key, uint32_t slot, uint8_t
     e.paths.store((packed & ~(uint64_t(0xFF) << (8 * way))) | uint64_t(idx) << (8 * way), R);
   }
   uint16_t c = e.cur[way].load(R);
-  if (__builtin_expect(c == UINT16_MAX, 0)) {  // saturated: halve all, proportions stay
+  if (__builtin_expect(uint32_t(c) + packets > UINT16_MAX, 0)) {  // halve all, proportions stay
     for (unsigned i = 0; i < kRecentWays; ++i) {
       e.cur[i].store(uint16_t(e.cur[i].load(R) / 2), R);
       e.prev[i].store(uint16_t(e.prev[i].load(R) / 2), R);
     }
     c = e.cur[way].load(R);
   }
-  e.cur[way].store(uint16_t(c + 1), R);
+  e.cur[way].store(uint16_t(c + packets), R);
 }
 
 // Engine side: calls f(path index, packets) for the lists the pair `key` used in the current

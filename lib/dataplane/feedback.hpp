@@ -154,23 +154,24 @@ inline unsigned recent_find_way(uint64_t packed, uint8_t idx) {
   return zero ? unsigned(__builtin_ctzll(zero)) / 8 : kRecentWays;
 }
 
-// Worker side: one packet of the pair `key` (policy `slot`) went out on path index `idx` in
-// coarse epoch `epoch`. Single writer: plain load/store, no read-modify-write.
+// Worker side: `packets` packets (at most 32768) of the pair `key` (policy `slot`) went out
+// on path index `idx` in coarse epoch `epoch`. Single writer: plain load/store, no
+// read-modify-write.
 inline void recent_note(RecentPathEntry& e, uint32_t key, uint32_t slot, uint8_t idx,
-                        uint32_t epoch) {
+                        uint32_t epoch, uint16_t packets = 1) {
   constexpr auto R = std::memory_order_relaxed;
   if (__builtin_expect(e.key.load(R) != key || e.slot.load(R) != slot, 0)) {
     // A new pair takes the entry: its first packet fills way 0 (no search, no victim: under
-    // many pairs per entry this is the common case).
+    // many pairs per entry this is the common case). The other ways are marked free and
+    // their counters left as they are: nothing reads a free way's counters (recent_read and
+    // the victim search skip free ways) and a way is zeroed when a path takes it. Clearing
+    // all 16 counters here cost ~16 stores a packet on traffic that changes pairs.
     e.key.store(key, R);
     e.slot.store(slot, R);
     e.epoch.store(epoch, R);
     e.paths.store(~uint64_t(0xFF) | idx, R);
-    for (unsigned i = 0; i < kRecentWays; ++i) {
-      e.cur[i].store(0, R);
-      e.prev[i].store(0, R);
-    }
-    e.cur[0].store(1, R);
+    e.cur[0].store(packets, R);
+    e.prev[0].store(0, R);
     return;
   }
   if (const uint32_t was = e.epoch.load(R); __builtin_expect(was != epoch, 0)) {
@@ -200,14 +201,14 @@ inline void recent_note(RecentPathEntry& e, uint32_t key, uint32_t slot, uint8_t
     e.paths.store((packed & ~(uint64_t(0xFF) << (8 * way))) | uint64_t(idx) << (8 * way), R);
   }
   uint16_t c = e.cur[way].load(R);
-  if (__builtin_expect(c == UINT16_MAX, 0)) {  // saturated: halve all, proportions stay
+  if (__builtin_expect(uint32_t(c) + packets > UINT16_MAX, 0)) {  // halve all, proportions stay
     for (unsigned i = 0; i < kRecentWays; ++i) {
       e.cur[i].store(uint16_t(e.cur[i].load(R) / 2), R);
       e.prev[i].store(uint16_t(e.prev[i].load(R) / 2), R);
     }
     c = e.cur[way].load(R);
   }
-  e.cur[way].store(uint16_t(c + 1), R);
+  e.cur[way].store(uint16_t(c + packets), R);
 }
 
 // Engine side: calls f(path index, packets) for the lists the pair `key` used in the current

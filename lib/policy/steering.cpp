@@ -134,7 +134,25 @@ void steer_bulk(const SteeringView& v, const net::PacketInfo* const* infos, unsi
   uint8_t pending[kSteerBulkMax];
   unsigned n_pending = n;
   for (unsigned i = 0; i < n; ++i) pending[i] = uint8_t(i);
-  if (v.has_exact || v.has_dst_any) {
+  // The hash levels this view has, in precedence order: (destination, DestQP, DSCP),
+  // (destination, DestQP), (destination, any QP, DSCP), (destination, any QP). The keys are
+  // built for the first of them directly (with only destination rules, building the exact
+  // level's key and signature first and rewriting both was ~15 instructions a packet).
+  struct HashLevel {
+    bool any_qp;
+    bool with_dscp;
+  };
+  HashLevel levels[4];
+  unsigned n_levels = 0;
+  if (v.has_exact) {
+    if (v.exact_dscp) levels[n_levels++] = {false, true};
+    levels[n_levels++] = {false, false};
+  }
+  if (v.has_dst_any) {
+    if (v.dst_any_dscp) levels[n_levels++] = {true, true};
+    levels[n_levels++] = {true, false};
+  }
+  if (n_levels != 0) {
     // Raw storage: set_exact_key() writes every byte, so the default member initialisers
     // (2 KB of zeroing per call) would be wasted.
     alignas(ExactKey) unsigned char key_storage[kSteerBulkMax * sizeof(ExactKey)];
@@ -142,15 +160,21 @@ void steer_bulk(const SteeringView& v, const net::PacketInfo* const* infos, unsi
     const void* key_ptrs[kSteerBulkMax];
     hash_sig_t sigs[kSteerBulkMax];
     void* data[kSteerBulkMax];
+    auto level_head = [](const HashLevel& lv, const net::PacketInfo& info) {
+      return exact_key_head(info.dst.family, lv.any_qp ? kAnyQp : info.bth.dest_qp,
+                            lv.with_dscp ? info.dscp : kAnyDscp);
+    };
     for (unsigned i = 0; i < n; ++i) {
       const net::PacketInfo& info = *infos[i];
-      set_exact_key(keys[i], info.dst, info.bth.dest_qp, kAnyDscp);
+      const uint64_t head = level_head(levels[0], info);
+      std::memcpy(static_cast<void*>(&keys[i]), &head, sizeof head);
+      std::memcpy(keys[i].addr, info.dst.bytes.data(), 16);
+      std::memset(keys[i].pad, 0, sizeof keys[i].pad);
       key_ptrs[i] = &keys[i];
-      sigs[i] = exact_key_signature(exact_key_head(info.dst.family, info.bth.dest_qp, kAnyDscp),
-                                    info.dst.bytes.data());
+      sigs[i] = exact_key_signature(head, info.dst.bytes.data());
     }
     // One bulk lookup over the pending keys (QP and DSCP fields and signatures already set
-    // for this level and variant); hits are resolved, misses stay pending in their order.
+    // for this level); hits are resolved, misses stay pending in their order.
     auto lookup_pending = [&] {
       uint64_t hits = 0;
       if (n_pending == n) {
@@ -174,32 +198,20 @@ void steer_bulk(const SteeringView& v, const net::PacketInfo* const* infos, unsi
       }
       n_pending = kept;
     };
-    // Rewrites the key head and signature of every pending packet (one 8-byte store, so the
-    // hash's 8-byte loads are forwarded from the store buffer).
-    auto retarget = [&](bool any_qp, bool with_dscp) {
+    // Rewrites the key head and signature of every pending packet for level `lv` (one 8-byte
+    // store, so the hash's 8-byte loads are forwarded from the store buffer).
+    auto retarget = [&](const HashLevel& lv) {
       for (unsigned j = 0; j < n_pending; ++j) {
         const net::PacketInfo& info = *infos[pending[j]];
-        const uint64_t head = exact_key_head(info.dst.family, any_qp ? kAnyQp : info.bth.dest_qp,
-                                             with_dscp ? info.dscp : kAnyDscp);
+        const uint64_t head = level_head(lv, info);
         std::memcpy(static_cast<void*>(&keys[pending[j]]), &head, sizeof head);
         sigs[pending[j]] = exact_key_signature(head, info.dst.bytes.data());
       }
     };
-    if (v.has_exact) {
-      if (v.exact_dscp) {
-        retarget(false, true);
-        lookup_pending();
-        if (n_pending != 0) retarget(false, false);
-      }
-      if (n_pending != 0) lookup_pending();
-    }
-    if (v.has_dst_any && n_pending != 0) {
-      retarget(true, v.dst_any_dscp);
+    lookup_pending();
+    for (unsigned l = 1; l < n_levels && n_pending != 0; ++l) {
+      retarget(levels[l]);
       lookup_pending();
-      if (v.dst_any_dscp && n_pending != 0) {
-        retarget(true, false);
-        lookup_pending();
-      }
     }
   }
   for (unsigned j = 0; j < n_pending; ++j)

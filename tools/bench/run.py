@@ -787,7 +787,9 @@ def render_markdown(results, png_rel, results_rel):
              "including net_pcap's RX copy and net_null's TX. *extra* = gateway minus testpmd, "
              "the cost of what the gateway does on top of io forwarding (parse, steer, select, "
              "encap/decap). *pipeline* = cycles inside the gateway's process_*_burst alone, when "
-             "the daemon reports them separately (`pipeline_tsc`; n/a otherwise). Avg burst = "
+             "the daemon reports them separately (`pipeline_tsc`; n/a otherwise). *ns/pkt* = "
+             "the same cycles / the run's TSC MHz (TSC cycles do not compare across machines, "
+             "nanoseconds do; n/a when testpmd reported no TSC). Avg burst = "
              "packets / bursts received. Ratios are the median round when run with --repeat. "
              "*chained* = share of encapsulations that took a chained header segment (the "
              "header did not fit the 128 B mbuf headroom; net_null runs with the daemon's "
@@ -797,13 +799,19 @@ def render_markdown(results, png_rel, results_rel):
              "of the pipeline and of that whole loop, fastest of 3 rounds.")
     L.append("")
     L.append("| point | sweep | testpmd Mpps | srv6gw Mpps | ratio | testpmd cyc/pkt | srv6gw "
-             "cyc/pkt | extra cyc/pkt | pipeline cyc/pkt | handled | chained | avg burst gw/tp | "
+             "cyc/pkt | extra cyc/pkt | pipeline cyc/pkt | testpmd ns/pkt | srv6gw ns/pkt | "
+             "pipeline ns/pkt | handled | chained | avg burst gw/tp | "
              "gw startup s | no-PMD pipeline / loop cyc/pkt |")
-    L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+    def ns_cell(p, key):
+        v = p.get("ns_per_packet", {}).get(key)
+        return f"{v:.1f}" if v is not None else "n/a"
+
     for p in results["points"]:
         if "ratio" not in p:
             L.append(f"| {p['name']} | {','.join(p['sweeps'])} | failed: {p.get('error', '?')[:80]} "
-                     "| | | | | | | | | | | |")
+                     "| | | | | | | | | | | | | | |")
             continue
         tp, gw = p["testpmd"], p["srv6gw"]
         ratio = f"{p['ratio']:.3f}" if p.get("valid", True) else f"n/a: {p['invalid_reason']}"
@@ -812,7 +820,8 @@ def render_markdown(results, png_rel, results_rel):
         L.append(f"| {p['name']} | {','.join(p['sweeps'])} | {tp['mpps']:.2f} | {gw['mpps']:.2f} | "
                  f"{ratio} | {tp.get('cycles_per_packet', float('nan')):.0f} | "
                  f"{gw['cycles_per_packet']:.0f} | {p.get('extra_cycles_per_packet', float('nan')):.0f} | "
-                 f"{pipe} | {100 * p['handled_fraction']:.1f}% | "
+                 f"{pipe} | {ns_cell(p, 'testpmd')} | {ns_cell(p, 'srv6gw')} | "
+                 f"{ns_cell(p, 'srv6gw_pipeline')} | {100 * p['handled_fraction']:.1f}% | "
                  f"{100 * p.get('chained_fraction', 0):.0f}% | {gw['avg_burst']:.1f}/"
                  f"{tp.get('avg_burst', 0):.1f} | {gw['startup_s']:.1f} | {pb_cell(p)} |")
     L.append("")

@@ -202,10 +202,43 @@ inline bool decap_path_tag(const WorkerContext& w, const srv6::DecapResult& r, c
 // for CNPs without a reflected path id). One worker-private cache line per host pair; the key
 // comes from the CRC of the address pair the flow hash already computed.
 inline void note_recent_path(WorkerContext& w, uint32_t pair_crc, uint32_t slot, uint8_t idx,
-                             uint64_t now) {
+                             uint64_t now, uint16_t packets) {
   const uint32_t key = pair_hash_from_pair_crc(pair_crc);
   recent_note(w.recent[key & (kRecentEntries - 1)], key, slot, idx,
-              uint32_t(now >> w.recent_epoch_shift));
+              uint32_t(now >> w.recent_epoch_shift), packets);
+}
+
+// The recent-path notes of one chunk, added per run of consecutive encapsulations of one flow
+// class on one path (RDMA sends runs of one flow: one table update per run instead of one per
+// packet, ~20 instructions a packet). The sums are those of one note per packet; they reach
+// the table at the run's end, within the same burst.
+struct RecentRun {
+  const FlowClass* cls = nullptr;
+  uint8_t idx = 0;
+  uint16_t packets = 0;
+  bool batch = false;  // the chunk was classified in runs (some packets share a class)
+};
+
+inline void recent_run_flush(WorkerContext& w, RecentRun& run, uint64_t now) {
+  if (run.packets != 0)
+    note_recent_path(w, run.cls->pair_crc, run.cls->slot, run.idx, now, run.packets);
+  run.packets = 0;
+}
+
+inline void recent_run_add(WorkerContext& w, RecentRun& run, const FlowClass& fc, uint8_t idx,
+                           uint64_t now) {
+  if (!run.batch) {  // no runs in this chunk: one note per packet, as nothing is shared
+    note_recent_path(w, fc.pair_crc, fc.slot, idx, now, 1);
+    return;
+  }
+  if (run.packets != 0 && run.cls == &fc && run.idx == idx) {
+    ++run.packets;
+    return;
+  }
+  recent_run_flush(w, run, now);
+  run.cls = &fc;
+  run.idx = idx;
+  run.packets = 1;
 }
 
 // A worker of a rail with its own source address writes it over the template's (the
@@ -228,7 +261,7 @@ inline void spread_source(const WorkerContext& w, uint8_t* ipv6, uint32_t flow_l
 // `*passed` is set and m is unchanged).
 inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf* m,
                            const net::PacketInfo& info, const FlowClass& fc, uint64_t now,
-                           bool* passed) {
+                           RecentRun& recent, bool* passed) {
   WorkerCounters& c = w.counters;
   const uint32_t slot = fc.slot;
   const policy::CompiledPolicy* p =
@@ -310,7 +343,7 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   f.inner_proto = info.family == net::Family::ipv4 ? net::kProtoIpv4 : net::kProtoIpv6;
   f.traffic_class = uint8_t(info.dscp << 2 | info.ecn);
   f.flow_label = fc.flow_label;
-  note_recent_path(w, fc.pair_crc, slot, idx, now);
+  recent_run_add(w, recent, fc, idx, now);
   f.tag_in_source = w.path_id_in_source.load(std::memory_order_relaxed);
   f.tag = likely(!info.is_cnp) ? path.path_id
                                : cnp_tag(w, info, t.has_srh || f.tag_in_source, path.path_id, now);
@@ -513,6 +546,7 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
     const net::PacketInfo* firsts[kStageMax];
     uint32_t first_slots[kStageMax];
     unsigned n_firsts = 0;
+    bool shared_classes = false;  // some packets of the chunk share a FlowClass
     if (n_roce != 0 && reuse_flows && last.compare) {
       classes[0] = last.cls;
       // The first packet against the carried key, every other one against the packet
@@ -530,6 +564,7 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
       last.cls = classes[n_firsts];
       last.valid = true;
       last.compare = runs_worth_comparing(n_roce, n_roce - n_firsts);
+      shared_classes = n_firsts < n_roce;
     } else if (n_roce != 0) {
       // Flows changed every packet lately (or the cache is off): each packet is steered and
       // hashed as its own flow, no compare.
@@ -549,12 +584,15 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
 
     // Stage 3: select + encapsulate (or pass / drop), in arrival order.
     unsigned r = 0;
+    RecentRun recent;
+    recent.batch = shared_classes;
     for (unsigned i = 0; i < cn; ++i) {
       rte_mbuf* m = chunk[i];
       const net::ParseStatus st = status[i];
       if (likely(st == net::ParseStatus::ok)) {
         bool passed = false;
-        rte_mbuf* res = encap_one(w, view, m, info[i], classes[class_of[r++]], now, &passed);
+        rte_mbuf* res =
+            encap_one(w, view, m, info[i], classes[class_of[r++]], now, recent, &passed);
         if (likely(res != nullptr)) {
           out[n_out++] = res;
         } else if (passed) {
@@ -572,6 +610,7 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
         drop(c, m, unlikely(st == kChainedFrame) ? DropReason::oversize : DropReason::malformed);
       }
     }
+    recent_run_flush(w, recent, now);  // `classes` ends with the chunk
   }
   if (unlikely(w.n_pending != 0)) flush_feedback(w);
   c.balanced_overflow = w.selector.balanced_overflow;

@@ -634,6 +634,8 @@ TEST_F(PipelineTest, CachedClassificationMatchesUncachedOnRunsOfFlows) {
   WorkerContext* uncached = uncached_gw->worker(0);
   uncached->flow_cache = false;
   ASSERT_TRUE(w_->flow_cache);
+  // One clock for both workers, so that their recent-path tables can be compared exactly.
+  w_->fixed_tsc = uncached->fixed_tsc = uint64_t(1) << 32;
 
   const std::vector<Bytes> frames = flow_runs(2000);
   size_t at = 0, burst_index = 0;
@@ -669,6 +671,24 @@ TEST_F(PipelineTest, CachedClassificationMatchesUncachedOnRunsOfFlows) {
     EXPECT_EQ(w_->path_counters[i].packets, uncached->path_counters[i].packets) << i;
     EXPECT_EQ(w_->path_counters[i].bytes, uncached->path_counters[i].bytes) << i;
   }
+  // The recent-path tap: notes added per run of a shared class (cached worker) give the
+  // table that one note per packet (uncached worker) gives.
+  size_t used = 0;
+  for (unsigned i = 0; i < kRecentEntries; ++i) {
+    const RecentPathEntry& x = w_->recent[i];
+    const RecentPathEntry& y = uncached->recent[i];
+    constexpr auto R = std::memory_order_relaxed;
+    used += x.key.load(R) != 0;
+    ASSERT_EQ(x.key.load(R), y.key.load(R)) << i;
+    ASSERT_EQ(x.slot.load(R), y.slot.load(R)) << i;
+    ASSERT_EQ(x.epoch.load(R), y.epoch.load(R)) << i;
+    ASSERT_EQ(x.paths.load(R), y.paths.load(R)) << i;
+    for (unsigned k = 0; k < kRecentWays; ++k) {
+      ASSERT_EQ(x.cur[k].load(R), y.cur[k].load(R)) << i << " way " << k;
+      ASSERT_EQ(x.prev[k].load(R), y.prev[k].load(R)) << i << " way " << k;
+    }
+  }
+  EXPECT_GT(used, 5u);
 }
 
 // The compare is a cost switch (flow_cache.hpp, runs_worth_comparing): a burst whose every

@@ -170,6 +170,31 @@ TEST(RecentUse, CountsPerListOverTheCurrentAndPreviousEpoch) {
   EXPECT_EQ(read_use(e, other, 110), (M{{3, 1}}));
 }
 
+// A new pair leaves the previous pair's counters in the ways it marks free: none of them may
+// show up in the new pair's counts, in this epoch, the next one or after a saturation.
+TEST(RecentUse, ANewPairNeverSeesThePreviousPairsCounts) {
+  using M = std::map<uint8_t, uint32_t>;
+  dataplane::RecentPathEntry e;
+  const uint32_t key = 0x4321, other = 0x8765;
+  for (uint8_t l = 0; l < dataplane::kRecentWays; ++l)
+    for (int i = 0; i < 100 + l; ++i) dataplane::recent_note(e, key, 4, l, 50);
+  dataplane::recent_note(e, key, 4, 0, 51);  // the old pair's counts also in `prev`
+  dataplane::recent_note(e, other, 4, 9, 51);
+  EXPECT_EQ(read_use(e, other, 51), (M{{9, 1}}));
+  dataplane::recent_note(e, other, 4, 10, 51);  // a second list takes a free way
+  dataplane::recent_note(e, other, 4, 10, 51);
+  EXPECT_EQ(read_use(e, other, 51), (M{{9, 1}, {10, 2}}));
+  dataplane::recent_note(e, other, 4, 11, 52);  // next epoch: prev from the new pair only
+  EXPECT_EQ(read_use(e, other, 52), (M{{9, 1}, {10, 2}, {11, 1}}));
+  EXPECT_TRUE(read_use(e, key, 52).empty());
+  for (int i = 0; i < 70000; ++i) dataplane::recent_note(e, other, 4, 11, 52);  // saturates
+  for (uint8_t l = 12; l < 12 + dataplane::kRecentWays - 3; ++l)
+    dataplane::recent_note(e, other, 4, l, 52);  // every remaining free way taken
+  const M m = read_use(e, other, 52);
+  for (const auto& [l, n] : m) EXPECT_GE(l, 9) << "a list of the previous pair";
+  for (uint8_t l = 12; l < 12 + dataplane::kRecentWays - 3; ++l) EXPECT_EQ(m.at(l), 1u) << int(l);
+}
+
 TEST(RecentUse, MoreListsThanWaysKeepsTheMostUsedAndSaturationKeepsProportions) {
   dataplane::RecentPathEntry e;
   const uint32_t key = 0x99;

@@ -320,7 +320,8 @@ int main(int argc, char** argv) {
           std::vector<double> sorted = v;
           std::sort(sorted.begin(), sorted.end());
           std::snprintf(buf, sizeof buf, "min %.2f / median %.2f / p90 %.2f / max %.2f ms",
-                        sorted.front(), median(v), sorted[(sorted.size() * 9 + 9) / 10 - 1], sorted.back());
+                        sorted.front(), median(v), sorted[(sorted.size() * 9 + 9) / 10 - 1],
+                        sorted.back());
           return std::string(buf);
         };
         std::printf(

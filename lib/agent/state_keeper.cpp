@@ -96,9 +96,11 @@ std::optional<Refusal> StateKeeper::commit(Step& step, StepTimes* times, uint64_
   StepTimes t;
   if (ticket) *ticket = 0;
   const auto t_run = Clock::now();
+  const double cpu_run = thread_cpu_ms();
   StateExtras next_extras = extras_;
   if (auto refusal = step.run(next_extras)) return refusal;
   t.run_ms = ms_since(t_run);
+  t.run_cpu_ms = thread_cpu_ms() - cpu_run;
 
   const auto t_persist = Clock::now();
   const bool persisting =

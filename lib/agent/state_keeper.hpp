@@ -181,6 +181,7 @@ class StateKeeper {
   };
   struct StepTimes {
     double run_ms = 0, persist_ms = 0, publish_ms = 0;
+    double run_cpu_ms = 0;  // this thread's CPU time during run() (thread_cpu_ms)
   };
   // The commit step. Called under apply_mutex_. A group commit (step.inverse set, a journal
   // open) returns with the record written and the state published: `ticket` is what to pass

@@ -54,6 +54,7 @@ std::optional<Refusal> StateKeeper::apply(
     std::optional<uint64_t> expected_generation, bool dry_run, const std::string& origin,
     ApplyResult& result, double parse_ms) {
   const auto t0 = Clock::now();
+  const double cpu0 = thread_cpu_ms();
   // What the log line says once the change is durable (the lock is released before).
   uint64_t ticket = 0;
   ChangeCounts c;
@@ -171,11 +172,13 @@ std::optional<Refusal> StateKeeper::apply(
       "agent: generation {} from {}: policies +{} -{}, steering +{} -{}, local SIDs +{} -{}, "
       "rails ~{} (validate {:.1f} ms, edit {:.1f} ms, data plane {:.1f} ms, persist {:.1f} ms); "
       "validate = convert {:.1f} + delta {:.1f} + check {:.1f} ms; index commit {:.1f} ms; "
-      "in the handler {:.1f} ms, after parsing the request in {:.1f} ms",
+      "in the handler {:.1f} ms, after parsing the request in {:.1f} ms; thread CPU {:.1f} ms "
+      "(data plane {:.1f} ms)",
       generation, origin, c.policies_upserted, c.policies_deleted, c.steering_upserted,
       c.steering_deleted, c.local_sids_upserted, c.local_sids_deleted, c.rails_upserted, batch_ms,
       edit_ms, times.run_ms, times.persist_ms, batch_times.convert_ms, batch_times.delta_ms,
-      batch_times.check_ms, times.publish_ms, ms_since(t0), parse_ms);
+      batch_times.check_ms, times.publish_ms, ms_since(t0), parse_ms, thread_cpu_ms() - cpu0,
+      times.run_cpu_ms);
   result.generation = generation;
   return std::nullopt;
 }

@@ -10,7 +10,10 @@
 // snapshot alone, and the compaction at stop.
 // Prints entries/s; the agent logs validate / data plane / persist ms of every Apply.
 //
-//   bench-agent-apply [N [M]]
+// With C: then 8 Applies of C upserts that move rules of the M to another destination
+// (steering churn, as updates_under_load.py makes it), persisted; min/median and changes/s.
+//
+//   bench-agent-apply [N [M [C]]]
 #include <fcntl.h>
 #include <rte_eal.h>
 #include <spdlog/spdlog.h>
@@ -97,6 +100,7 @@ bool run(const char* label, Agent& agent, const v1::ApplyRequest& req) {
 int main(int argc, char** argv) {
   const uint32_t n = argc > 1 ? uint32_t(std::strtoul(argv[1], nullptr, 10)) : 100000;
   const uint32_t m = argc > 2 ? uint32_t(std::strtoul(argv[2], nullptr, 10)) : 1000000;
+  const uint32_t churn = argc > 3 ? uint32_t(std::strtoul(argv[3], nullptr, 10)) : 0;
   std::string prefix = test::cat({"--file-prefix=srv6gw-bench-agent-", std::to_string(getpid())});
   const char* eal[] = {"bench-agent-apply",
                        "--no-huge",
@@ -270,6 +274,31 @@ int main(int argc, char** argv) {
           ten.push_back(g_last_ms);
           big_gateway->reclaim();
         }
+        // Steering churn: `churn` upserts per Apply that move rules to another destination
+        // (a delete and an insert in the data plane's hash each), as updates_under_load's
+        // churn does, without its daemon, traffic and Python client.
+        std::vector<double> churn_ms;
+        for (uint32_t round = 0; churn > 0 && round < 8; ++round) {
+          v1::ApplyRequest req;
+          req.mutable_changes()->Reserve(int(churn));
+          for (uint32_t k = 0; k < churn; ++k) {
+            const uint32_t id = 100000 + k;  // clear of the ids the batches above touch
+            const std::string dst = (round & 1 ? "10." : "11.") + test::ipv4_from(id).substr(3);
+            *req.add_changes()->mutable_upsert_steering() =
+                test::exact_rule(id, dst, id & 0xFFFFFF, "base");
+          }
+          ok &= run(("real Gateway, persisted (journal): churn on " + std::to_string(m) + " rules")
+                        .c_str(),
+                    *agent, req);
+          churn_ms.push_back(g_last_ms);
+          big_gateway->reclaim();
+        }
+        if (!churn_ms.empty())
+          std::printf(
+              "churn on %u rules, %u moves per Apply, client time: min %.1f / median %.1f "
+              "ms = %.0f changes/s at the median\n",
+              m, churn, *std::min_element(churn_ms.begin(), churn_ms.end()), median(churn_ms),
+              churn / (median(churn_ms) / 1e3));
         // What the persist phase cannot go below on this disk, now: a record-sized write() +
         // fdatasync() in the same directory, 10 times.
         std::vector<double> raw;
@@ -287,10 +316,12 @@ int main(int argc, char** argv) {
           if (fd >= 0) ::close(fd);
         }
         auto range = [](const std::vector<double>& v) {
-          char buf[96];
-          std::snprintf(buf, sizeof buf, "min %.2f / median %.2f / max %.2f ms",
-                        *std::min_element(v.begin(), v.end()), median(v),
-                        *std::max_element(v.begin(), v.end()));
+          char buf[128];
+          std::vector<double> sorted = v;
+          std::sort(sorted.begin(), sorted.end());
+          std::snprintf(buf, sizeof buf, "min %.2f / median %.2f / p90 %.2f / max %.2f ms",
+                        sorted.front(), median(v), sorted[(sorted.size() * 9 + 9) / 10 - 1],
+                        sorted.back());
           return std::string(buf);
         };
         std::printf(

@@ -190,6 +190,28 @@ TEST_F(StateKeeperTest, EngineParamsGoThroughTheSameStep) {
   EXPECT_EQ(keeper->snapshot()->generation, 2u);
 }
 
+// The configuration file's value, set over gRPC while no parameters were set there: answered
+// "unchanged" at the running generation, and the parameters stay the configuration file's
+// (tests/integration/test_persist_crash.py models an engine set this way).
+TEST_F(StateKeeperTest, EngineParamsEqualToTheConfigurationFilesChangeNothing) {
+  auto keeper = make_keeper();
+  const double configured = keeper->snapshot()->config.engine.alpha;
+  EngineParamsResult r;
+  ASSERT_FALSE(keeper->set_engine_params(
+      [configured](engine::Params& p) {
+        p.alpha = configured;
+        return std::string();
+      },
+      0, false, "ctl", r));
+  EXPECT_FALSE(r.changed);
+  EXPECT_EQ(r.generation, 0u);
+  EXPECT_EQ(keeper->snapshot()->generation, 0u);
+  EXPECT_FALSE(keeper->engine_params_from_agent());
+  EXPECT_EQ(sink.apply_calls, 0u);
+  EXPECT_TRUE(events_so_far().empty());
+  EXPECT_EQ(keeper->persist_counts().records + keeper->persist_counts().snapshots, 0u);
+}
+
 // The engine side of SetPathState: path "only" (id 1) of policy "base".
 struct FakeEngine {
   std::vector<PathStateCommand> commands;

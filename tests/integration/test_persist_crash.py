@@ -11,7 +11,8 @@
 #     sends 10.0.9.0/24 to the policy the restored state names, over one of its segment lists
 #     that is not down.
 # Changes are made one at a time by srv6gw-ctl with --expected-generation, so the i-th change
-# of the storm is known exactly; the storm runs 0.05-0.5 s before the kill.
+# of the storm is known exactly; the storm runs until its first change is acknowledged, then
+# 0.05-0.5 s more before the kill.
 import json
 import os
 import random
@@ -51,6 +52,11 @@ def policy_msg(name, variant):
         {"name": "l2", "path_id": p2, "sids": SID_SETS[(variant + 1) % 4]}]}
 
 
+# The alpha of the configuration file (the engine's default when it sets none), read from the
+# first gateway before any change: "engine set" of this value changes nothing.
+config_alpha = [None]
+
+
 class Model:
     def __init__(self):
         self.generation = 0
@@ -87,8 +93,12 @@ def next_change(m):
     kind = rng.random()
     if kind < 0.12:
         alpha = rng.choice([0.25, 0.5, 0.125, 0.75])
-        after.alpha = alpha
-        if m.alpha != alpha:
+        # The gateway compares with the alpha it runs (the configuration file's while none was
+        # set over gRPC): the same value is answered "unchanged", with no new generation and
+        # nothing set by the agent, so the model keeps its alpha (None stays None).
+        running = m.alpha if m.alpha is not None else config_alpha[0]
+        if alpha != running:
+            after.alpha = alpha
             after.generation += 1
         return ["engine", "set", f"alpha={alpha}", "--expected-generation",
                 str(m.generation)], after
@@ -265,6 +275,9 @@ def check_traffic(gw, m, cycle):
 # ---- the run --------------------------------------------------------------------------------
 t_start = time.time()
 gw = Gateway(0)
+eng0 = ctl_json("engine", "show")
+gwlib.check(not eng0["set_by_agent"], "a fresh state directory has engine parameters set")
+config_alpha[0] = float(eng0["params"]["alpha"])
 model = Model()
 setup = {"changes": [{"upsert_policy": policy_msg("crash-a", 0)},
                      {"upsert_policy": policy_msg("crash-b", 2)},
@@ -285,23 +298,39 @@ for cycle in range(1, CYCLES + 1):
     acked = [model]
     in_flight = [None]
     stop = threading.Event()
+    first_ack = threading.Event()
+    misanswered = []
 
     def storm():
         while not stop.is_set():
             args, after = next_change(acked[-1])
             in_flight[0] = after
-            r = ctl_run(*args)
+            r = ctl_run("--json", *args)
             if r.returncode != 0:
                 return  # the gateway is gone (or refused: checked by the state below)
+            # The generation answered is the model's: a model that counts a change the gateway
+            # did not make fails here, not as a "lost" change after the restart.
+            if args[0] in ("apply", "engine"):
+                answered = int(json.loads(r.stdout).get("generation", 0))
+                if answered != after.generation:
+                    misanswered.append(f"{' '.join(args)} answered generation {answered}, "
+                                       f"the model says {after.generation}")
+                    return
             acked.append(after)
             in_flight[0] = None
+            first_ack.set()
 
     t = threading.Thread(target=storm)
     t.start()
+    # The kill comes 0.05-0.5 s into the storm once it has had a change acknowledged: on a
+    # loaded machine one srv6gw-ctl change can take longer than the whole window, and storms
+    # that never get a change through would test restarts of an unchanged state only.
+    first_ack.wait(30)
     time.sleep(rng.uniform(0.05, 0.5))
     gw.kill()
     stop.set()
     t.join(60)
+    gwlib.check(not misanswered, f"cycle {cycle}: {misanswered}")
     changes_total += len(acked) - 1
 
     t_restart = time.time()

@@ -251,6 +251,12 @@ class Daemon:
                 m3 = re.search(r"after parsing the request in ([\d.]+) ms", line)
                 if m3:
                     phases["parse_ms"] = float(m3.group(1))
+                # The handler thread's CPU time: the rest of its wall time was waiting (for a
+                # CPU on a loaded machine, the control mutex, the disk).
+                m4 = re.search(r"thread CPU ([\d.]+) ms \(data plane ([\d.]+) ms\)", line)
+                if m4:
+                    phases["cpu_ms"] = float(m4.group(1))
+                    phases["data_plane_cpu_ms"] = float(m4.group(2))
                 if m2:
                     phases.update({"convert_ms": float(m2.group(1)),
                                    "delta_ms": float(m2.group(2)),
@@ -303,7 +309,7 @@ def main():
     daemon.wait_serving(channel)
     apply_rpc = channel.unary_unary("/srv6gw.v1.Gateway/Apply", request_serializer=lambda x: x,
                                     response_deserializer=lambda x: x)
-    results = {"batch": args.batch, "rate_target": args.rate, "churn_batch": churn_batch,
+    results = {"load_average_start": os.getloadavg(), "batch": args.batch, "rate_target": args.rate, "churn_batch": churn_batch,
                "seconds": args.seconds, "persist": not args.no_persist, "applies": []}
     errors = []
 
@@ -400,8 +406,10 @@ def main():
                  else None}
         # Mean agent phases of the churn Applies (from the daemon's log).
         phases = [p for p in (daemon.apply_phases(g) for g in churn_gens) if p]
-        for key in ("validate_ms", "edit_ms", "data_plane_ms", "persist_ms"):
-            churn[key + "_mean"] = (sum(p[key] for p in phases) / len(phases)) if phases else None
+        for key in ("validate_ms", "edit_ms", "data_plane_ms", "persist_ms", "handler_ms",
+                    "cpu_ms", "data_plane_cpu_ms"):
+            have = [p[key] for p in phases if key in p]
+            churn[key + "_mean"] = (sum(have) / len(have)) if have else None
         results["churn"] = churn
         print(f"(b) churn: {applies} Applies of {churn_batch} changes in {elapsed:.1f} s = "
               f"{churn['entries_per_s']:.0f} entries/s (target {args.rate}); Apply mean "
@@ -410,7 +418,10 @@ def main():
               f"({results['pps_before'] or 0:.0f} before); agent means: validate "
               f"{churn['validate_ms_mean'] or 0:.1f} ms, edit {churn['edit_ms_mean'] or 0:.1f} ms, "
               f"data plane {churn['data_plane_ms_mean'] or 0:.1f} ms, "
-              f"persist {churn['persist_ms_mean'] or 0:.1f} ms", flush=True)
+              f"persist {churn['persist_ms_mean'] or 0:.1f} ms; in the handler "
+              f"{churn['handler_ms_mean'] or 0:.1f} ms of which the thread's CPU "
+              f"{churn['cpu_ms_mean'] or 0:.1f} ms (data plane "
+              f"{churn['data_plane_cpu_ms_mean'] or 0:.1f} ms)", flush=True)
     finally:
         stats = daemon.stop()
 
@@ -424,6 +435,10 @@ def main():
         "encapsulated": tot["encap"], "passed_unencapsulated": misses,
         "dropped_by_reason": drops, "dropped_total": tot["drops_total"], "lost": lost}
     results["errors"] = errors
+    # On a shared machine the rates follow its load: say what it was.
+    results["load_average_end"] = os.getloadavg()
+    print(f"load average (1/5/15 min): {results['load_average_start'][0]:.1f} at start, "
+          f"{results['load_average_end'][0]:.1f} at the end", flush=True)
     # run.py's contract (run_updates_under_load): the churn rate reached, the loss, one line.
     churn = results.get("churn", {})
     big = results.get("big_apply", {})

@@ -197,7 +197,7 @@ def main():
     fab = ls.LeafSpineFabric(work, spines=3, hosts_per_leaf=2, certs=certs)
     fab.count_forward_data()
     gA1, gA2, gB1, gB2 = fab.gws
-    fab.start_gateways()
+    fab.start_gateways(workers_share_cpu=True)
     problems = []
     # Measured outcomes that a sanitizer build (several times slower daemons, probe false
     # alarms on 2 loaded cores) may spoil: asserted on a normal build, reported on ASan.

@@ -230,10 +230,14 @@ class LeafSpineFabric(fl.NamespacePlumbing):
     def sock(self, g):
         return os.path.join(self.work, f"{g.name}.sock")
 
-    def start_gateways(self, engine_params=None, probe=None):
+    def start_gateways(self, engine_params=None, probe=None, workers_share_cpu=False):
         """Every gateway with ports, addresses, probe timing (`probe`, default PROBE) and
         engine settings only (the controller pushes the rest). Workers alternate between
-        lcores 1 and 0."""
+        lcores 1 and 0, or with `workers_share_cpu` all run on lcore 1 (main lcore 0 for
+        every gateway): four busy-polling workers on both CPUs of a 2-CPU machine starved
+        kernel threads (a CI run: kdamond held the mm lock for over 120 s while it waited for
+        a CPU, and the controller started by the test blocked in mprotect), so tests that need
+        correctness rather than throughput leave CPU 0 to the kernel and the control threads."""
         for n, g in enumerate(self.gws):
             eng = {"enabled": True}
             eng.update(engine_params or {})
@@ -262,7 +266,7 @@ class LeafSpineFabric(fl.NamespacePlumbing):
             prefix = gwlib.unique_prefix(f"ls_{g.name}")
             eal = gwlib.eal_args(prefix, ["net_af_packet0,iface=host0,qpairs=1",
                                           "net_af_packet1,iface=fab0,qpairs=1"])
-            eal += ["--main-lcore", str(n % 2)]
+            eal += ["--main-lcore", "0" if workers_share_cpu else str(n % 2)]
             stats = os.path.join(self.work, f"{g.name}-stats.json")
             d = gwlib.start_logged(g.name, self.work, eal,
                                    ["--config", cfg_path, "--stats-json", stats,

@@ -57,6 +57,22 @@ config::GatewayConfig gateway_config(std::vector<const char*> sids,
   return c;
 }
 
+// gateway_config() split into two rails: "a" on ports 0/1 and "b" on ports 2/3, nothing else
+// per rail (tests add what they check to cfg.rails[0] / cfg.rails[1]).
+config::GatewayConfig two_rail_config(std::vector<const char*> sids) {
+  config::GatewayConfig c = gateway_config(std::move(sids));
+  c.host_port.device.clear();
+  c.fabric_port.device.clear();
+  c.rails.resize(2);
+  c.rails[0].name = "a";
+  c.rails[0].host_port.device = "0";
+  c.rails[0].fabric_port.device = "1";
+  c.rails[1].name = "b";
+  c.rails[1].host_port.device = "2";
+  c.rails[1].fabric_port.device = "3";
+  return c;
+}
+
 // The frame the gateway must send, built with the packet core directly: Ethernet to the
 // next hop + the template of the policy's path with the per-packet fields + inner packet.
 Bytes expected_encap(const Bytes& in_frame, const config::GatewayConfig& cfg,
@@ -756,24 +772,15 @@ TEST_F(PipelineTest, CachedFlowFollowsTheNextPublishedSteering) {
 // source (rail 0 keeps the gateway's), each uses its rail's next-hop and host MACs and port
 // MACs, and a rail's local SID is decapsulated on that rail only (the shared one on both).
 TEST_F(PipelineTest, RailsHaveTheirOwnSourceMacsAndSids) {
-  config::GatewayConfig cfg = gateway_config({"fc00:1::1"});
-  cfg.host_port.device.clear();
-  cfg.fabric_port.device.clear();
+  config::GatewayConfig cfg = two_rail_config({"fc00:1::1"});
   const net::MacAddr nexthop1 = testing::mac("02:00:00:00:13:13");
   const net::MacAddr host1 = testing::mac("02:00:00:00:14:14");
-  config::Rail r0, r1;
-  r0.name = "a";
-  r0.host_port.device = "0";
-  r0.fabric_port.device = "1";
+  config::Rail &r0 = cfg.rails[0], &r1 = cfg.rails[1];
   r0.local_sids = {{testing::v6("fc00:a::46"), srv6::LocalSidBehavior::end_dt46}};
-  r1.name = "b";
-  r1.host_port.device = "2";
-  r1.fabric_port.device = "3";
   r1.source = testing::v6("fc00:b::1");
   r1.fabric_nexthop_mac = nexthop1;
   r1.host_mac = host1;
   r1.local_sids = {{testing::v6("fc00:b::46"), srv6::LocalSidBehavior::end_dt46}};
-  cfg.rails = {r0, r1};
   RailEnv envs[2];
   envs[0].ports = {kHostPortMac, kFabricPortMac, true};
   envs[1].ports = {testing::mac("02:00:00:00:11:11"), testing::mac("02:00:00:00:12:12"), true};
@@ -864,17 +871,7 @@ TEST_F(PipelineTest, RailsHaveTheirOwnSourceMacsAndSids) {
 // Two policies for the same destination address (different QPs), one per rail: each rail's
 // packets get their own policy's SIDs and the other rail's are a miss.
 TEST_F(PipelineTest, PolicyScopedToOneRailIsAMissOnTheOther) {
-  config::GatewayConfig cfg = gateway_config({"fc00:1::1"});
-  cfg.host_port.device.clear();
-  cfg.fabric_port.device.clear();
-  config::Rail r0, r1;
-  r0.name = "a";
-  r0.host_port.device = "0";
-  r0.fabric_port.device = "1";
-  r1.name = "b";
-  r1.host_port.device = "2";
-  r1.fabric_port.device = "3";
-  cfg.rails = {r0, r1};
+  config::GatewayConfig cfg = two_rail_config({"fc00:1::1"});
   cfg.policies[0].rails = {"b"};
   RailEnv envs[2];
   envs[0].ports = {kHostPortMac, kFabricPortMac, true};
@@ -1259,21 +1256,12 @@ TEST_F(PipelineTest, ProbesCarryTheFabricTagWithTheirClassPcp) {
 // fabric port, drained by its first worker) from rail b's fabric MAC to rail b's next hop;
 // the prober's frames handed to a rail go to that rail's ring only; a reply names its rail.
 TEST_F(PipelineTest, RailsReflectAndSendProbesOnTheirOwnRing) {
-  config::GatewayConfig cfg = gateway_config({"fc00:1::1"});
-  cfg.host_port.device.clear();
-  cfg.fabric_port.device.clear();
+  config::GatewayConfig cfg = two_rail_config({"fc00:1::1"});
   const net::MacAddr nexthop1 = testing::mac("02:00:00:00:13:13");
   const net::MacAddr fabric1 = testing::mac("02:00:00:00:12:12");
-  config::Rail r0, r1;
-  r0.name = "a";
-  r0.host_port.device = "0";
-  r0.fabric_port.device = "1";
-  r1.name = "b";
-  r1.host_port.device = "2";
-  r1.fabric_port.device = "3";
+  config::Rail& r1 = cfg.rails[1];
   r1.fabric_nexthop_mac = nexthop1;
   r1.local_sids = {{testing::v6("fc00:b::e0"), srv6::LocalSidBehavior::end_probe}};
-  cfg.rails = {r0, r1};
   RailEnv envs[2];
   envs[0].ports = {kHostPortMac, kFabricPortMac, true};
   envs[1].ports = {testing::mac("02:00:00:00:11:11"), fabric1, true};

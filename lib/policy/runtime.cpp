@@ -3,14 +3,14 @@
 // mutex and calls the *_locked step in its own file) and the control-side queries.
 // The rest of the class is split by concern:
 //   runtime_publication.cpp  views, policy slots, RCU retirement and reclaim
-//   runtime_exact_table.cpp  edits of the exact rte_hash, their undo, counts by kind
+//   runtime_exact_table.cpp  edits of the exact table, their undo, counts by kind
 //   runtime_plan.cpp         checks shared by both paths, policy plan, local SID table
 //   runtime_apply_full.cpp   apply(): the whole configuration, every table diffed
 //   runtime_apply_delta.cpp  apply_delta(): only the steering rules that changed
 #include "policy/runtime.hpp"
 
 #include <rte_errno.h>
-#include <rte_hash_crc.h>
+#include <rte_memzone.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -43,39 +43,18 @@ std::unique_ptr<Runtime> Runtime::create(const config::GatewayConfig& cfg, rte_r
   for (uint32_t s = caps.policies; s-- > 0;) rt->free_slots_.push_back(s);
   const uint32_t seq = g_table_seq.fetch_add(1);
 
-  char name[RTE_HASH_NAMESIZE];
+  char name[RTE_MEMZONE_NAMESIZE];
   std::snprintf(name, sizeof name, "srv6gw_exact_%u", seq);
-  rte_hash_parameters hp{};
-  hp.name = name;
-  // Headroom: a quarter more key slots than the configured capacity (validate() keeps the
-  // entry count within the capacity), which rte_hash rounds up to a power of two of buckets.
-  // A full cuckoo table moves keys to their secondary buckets and, with the extendable
-  // table, onto chained buckets, each a further dependent cache miss per lookup; at a load
-  // of at most 5/8 nearly every key sits in its primary bucket. The spare key slots also let
-  // inserts proceed while deleted keys wait for their RCU grace period.
-  const uint32_t exact_capacity = std::max<uint32_t>(caps.exact_entries, 64);
-  hp.entries = exact_capacity + exact_capacity / 4;
-  hp.key_len = sizeof(ExactKey);
-  hp.hash_func = rte_hash_crc;
-  hp.hash_func_init_val = 0;
-  hp.socket_id = socket_id;
-  // Lock-free readers against the single control-thread writer; the extendable bucket
-  // table makes every insert up to `entries` succeed regardless of cuckoo collisions.
-  hp.extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF | RTE_HASH_EXTRA_FLAGS_EXT_TABLE;
-  rt->exact_ = rte_hash_create(&hp);
+  // A quarter more entries than the configured capacity (validate() keeps the entry count
+  // within it) let inserts proceed while deleted keys wait for their RCU grace period; the
+  // table keeps at least twice as many lanes as entries, so nearly every key sits in its
+  // home bucket (exact_table.hpp).
+  std::string table_error;
+  rt->exact_ = ExactTable::create(name, std::max<uint32_t>(caps.exact_entries, 64), qsbr, socket_id,
+                                  table_error);
   if (!rt->exact_) {
-    error =
-        error_at(std::string(kCapacitiesPath) + "/exact-entries",
-                 std::string("cannot create the exact steering table: ") + rte_strerror(rte_errno));
-    return nullptr;
-  }
-  rte_hash_rcu_config hrc{};
-  hrc.v = qsbr;
-  hrc.mode = RTE_HASH_QSBR_MODE_DQ;
-  if (rte_hash_rcu_qsbr_add(rt->exact_, &hrc) != 0) {
-    error = error_at(
-        std::string(kCapacitiesPath) + "/exact-entries",
-        std::string("cannot attach RCU to the exact steering table: ") + rte_strerror(rte_errno));
+    error = error_at(std::string(kCapacitiesPath) + "/exact-entries",
+                     "cannot create the exact steering table: " + table_error);
     return nullptr;
   }
 
@@ -105,7 +84,7 @@ std::unique_ptr<Runtime> Runtime::create(const config::GatewayConfig& cfg, rte_r
   empty->local_sids_owner =
       std::make_shared<const LocalSidTable>(std::vector<LocalSidTable::Entry>{});
   empty->local_sids = empty->local_sids_owner.get();
-  empty->steering.exact = rt->exact_;
+  empty->steering.exact = rt->exact_.get();
   empty->steering.lpm4 = rt->lpm4_;
   rt->view_.store(empty.release(), std::memory_order_release);
   rt->running_.capacities = caps;
@@ -125,7 +104,6 @@ Runtime::~Runtime() {
     for (uint32_t s = 0; s < slot_capacity_; ++s) delete slots_[s].load();
   }
   delete view_.load();
-  if (exact_) rte_hash_free(exact_);
   if (lpm4_) rte_lpm_free(lpm4_);
 }
 

@@ -6,21 +6,20 @@
 // steer() -> policy(slot) (load-acquire of an immutable CompiledPolicy). They never write.
 //
 // Writer (one control thread at a time; the public control methods take an internal mutex):
-// builds new immutable objects, publishes them with release-stores, updates the rte_hash
-// (RW_CONCURRENCY_LF) and rte_lpm in place, and retires what it replaced. Retired objects
+// builds new immutable objects, publishes them with release-stores, updates the ExactTable
+// (lock-free readers) and rte_lpm in place, and retires what it replaced. Retired objects
 // are freed by reclaim() once every worker has reported a quiescent state (RCU QSBR) after
-// the retirement; the rte_hash and rte_lpm reclaim their own entries through RCU defer
+// the retirement; the ExactTable and rte_lpm reclaim their own entries through RCU defer
 // queues on the same QSBR variable.
 //
 // Two ways in: apply() takes a whole configuration and diffs every table against it
 // (O(configuration)); apply_delta() takes what changed in the steering rules (the agent's
-// batch) and touches only those rte_hash entries (O(changes)), same publication order. The
-// rte_hash is the record of what is installed in it; no copy of the steering rules is kept.
+// batch) and touches only those ExactTable entries (O(changes)), same publication order. The
+// ExactTable is the record of what is installed in it; no copy of the steering rules is kept.
 //
 // The implementation is one file per concern, listed at the top of runtime.cpp.
 #pragma once
 
-#include <rte_hash.h>
 #include <rte_lpm.h>
 #include <rte_rcu_qsbr.h>
 
@@ -220,13 +219,13 @@ class Runtime {
     uint32_t slot;
   };
 
-  // Entries of the exact rte_hash by kind, for the view's flags and table_stats().
+  // Entries of the exact table by kind, for the view's flags and table_stats().
   struct ExactCounts {
     uint32_t exact = 0, exact_dscp = 0, dst_any = 0, dst_any_dscp = 0;
     void add(const config::SteeringRule& r, int sign);
     uint32_t entries() const { return exact + dst_any; }
   };
-  // One change of the exact rte_hash: old_slot kNoSlot = the key was absent, new_slot
+  // One change of the exact table: old_slot kNoSlot = the key was absent, new_slot
   // kNoSlot = delete it.
   struct ExactOp {
     ExactKey key;
@@ -284,7 +283,7 @@ class Runtime {
   uint32_t slot_capacity_ = 0;
   std::unique_ptr<std::atomic<const CompiledPolicy*>[]> slots_;
   std::atomic<const View*> view_{nullptr};
-  rte_hash* exact_ = nullptr;
+  std::unique_ptr<ExactTable> exact_;
   rte_lpm* lpm4_ = nullptr;
 
   // Control-thread-only state below.
@@ -294,7 +293,7 @@ class Runtime {
   uint64_t next_generation_ = 1;
   std::map<std::string, uint32_t, std::less<>> slot_by_name_;
   std::vector<uint32_t> free_slots_;  // usable now
-  // The exact rte_hash itself is the record of what is installed there (looked up and
+  // The exact table itself is the record of what is installed there (looked up and
   // iterated by the control thread); these are its counts by kind.
   ExactCounts exact_counts_;
   size_t steering_rules_ = 0;              // rules in force, all kinds

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The delta apply path: only the exact and dst-any rules that changed are edited in the
-// rte_hash (O(policies + local SIDs + changes)); the immutable QP-range and prefix tables are
+// exact table (O(policies + local SIDs + changes)); the immutable QP-range and prefix tables are
 // shared with the running view. Anything it cannot do exactly falls back to the full path.
 #include <rte_hash_crc.h>
 
@@ -17,7 +17,7 @@ namespace {
 
 // The batch's exact-table operations by key: open addressing over one flat array of indexes
 // into `ops` (a node-based map cost a cache miss per lookup and per node freed, the largest
-// share of a 10k-change delta after the rte_hash itself). Sized for every key of the batch.
+// share of a 10k-change delta after the exact table itself). Sized for every key of the batch.
 constexpr uint32_t kNoOp = ~uint32_t(0);
 template <class Op>  // Runtime::ExactOp
 class OpIndex {
@@ -87,7 +87,7 @@ std::optional<config::ConfigError> Runtime::apply_delta_locked(const config::Gat
     for (const SteeringDelta::Change& c : delta.rules)
       if (const config::SteeringRule* r = after ? c.after : c.before) keys.push_back(key_of(*r));
     installed.resize(keys.size());
-    lookup_slots(exact_, keys, installed);
+    lookup_slots(*exact_, keys, installed);
   };
 
   look_up(/*after=*/false);

@@ -159,30 +159,25 @@ std::optional<config::ConfigError> Runtime::apply_locked(const config::GatewayCo
   // entry looked up, marking the key positions that stay; when some installed keys are not
   // among them, one walk of the table deletes the unmarked ones.
   std::vector<ExactOp> exact_delete, exact_upsert;
-  std::vector<bool> stays;  // by rte_hash key position
-  size_t kept = 0;          // installed keys that stay
+  std::vector<bool> stays(exact_->positions());  // by entry position
+  size_t kept = 0;                               // installed keys that stay
   for (const IndexedExact& x : exact) {
-    void* data = nullptr;
-    const int32_t pos = rte_hash_lookup_data(exact_, &x.key, &data);
-    const uint32_t prev = pos >= 0 ? uint32_t(reinterpret_cast<uintptr_t>(data)) : kNoSlot;
+    uint32_t prev = kNoSlot;
+    const int64_t pos = find_exact(*exact_, x.key, prev);
     if (pos >= 0) {
       ++kept;
-      if (size_t(pos) >= stays.size())
-        stays.resize(std::max<size_t>(size_t(pos) + 1, exact.size() + exact.size() / 4));
       stays[size_t(pos)] = true;
     }
     if (prev != x.slot) exact_upsert.push_back({x.key, prev, x.slot});
   }
   if (kept < exact_counts_.entries()) {
-    const void* key;
-    void* data;
-    uint32_t next = 0;
-    int32_t pos;
-    while ((pos = rte_hash_iterate(exact_, &key, &data, &next)) >= 0) {
-      if (size_t(pos) < stays.size() && stays[size_t(pos)]) continue;
-      exact_delete.push_back({*static_cast<const ExactKey*>(key),
-                              uint32_t(reinterpret_cast<uintptr_t>(data)), kNoSlot});
-    }
+    exact_->for_each([&](uint32_t pos, uint64_t head, const uint8_t* addr16, uint32_t slot) {
+      if (stays[pos]) return;
+      ExactKey k;
+      std::memcpy(static_cast<void*>(&k), &head, sizeof head);
+      std::memcpy(k.addr, addr16, sizeof k.addr);
+      exact_delete.push_back({k, slot, kNoSlot});
+    });
   }
   std::vector<Lpm4Entry> lpm_delete, lpm_upsert;
   {

@@ -88,7 +88,7 @@ std::unique_ptr<View> Runtime::make_view(const config::GatewayConfig& cfg) {
       rs.host_mac = *rail.host_mac;
     }
   }
-  v->steering.exact = exact_;
+  v->steering.exact = exact_.get();
   v->steering.lpm4 = lpm4_;
   return v;
 }

@@ -153,64 +153,38 @@ void steer_bulk(const SteeringView& v, const net::PacketInfo* const* infos, unsi
     levels[n_levels++] = {true, false};
   }
   if (n_levels != 0) {
-    // Raw storage: set_exact_key() writes every byte, so the default member initialisers
-    // (2 KB of zeroing per call) would be wasted.
-    alignas(ExactKey) unsigned char key_storage[kSteerBulkMax * sizeof(ExactKey)];
-    ExactKey* keys = std::launder(reinterpret_cast<ExactKey*>(key_storage));
-    const void* key_ptrs[kSteerBulkMax];
-    hash_sig_t sigs[kSteerBulkMax];
-    void* data[kSteerBulkMax];
-    auto level_head = [](const HashLevel& lv, const net::PacketInfo& info) {
-      return exact_key_head(info.dst.family, lv.any_qp ? kAnyQp : info.bth.dest_qp,
-                            lv.with_dscp ? info.dscp : kAnyDscp);
-    };
-    for (unsigned i = 0; i < n; ++i) {
+    const ExactTable& table = *v.exact;
+    // Per packet: the key's head word for the level being looked up and its hash. The
+    // address is read in place from the PacketInfo.
+    uint64_t heads[kSteerBulkMax];
+    uint32_t hashes[kSteerBulkMax];
+    // Sets head and hash of packet i for level lv and prefetches its bucket: the lookups of
+    // the pass after it then find the buckets in the cache.
+    auto target = [&](unsigned i, const HashLevel& lv) {
       const net::PacketInfo& info = *infos[i];
-      const uint64_t head = level_head(levels[0], info);
-      std::memcpy(static_cast<void*>(&keys[i]), &head, sizeof head);
-      std::memcpy(keys[i].addr, info.dst.bytes.data(), 16);
-      std::memset(keys[i].pad, 0, sizeof keys[i].pad);
-      key_ptrs[i] = &keys[i];
-      sigs[i] = exact_key_signature(head, info.dst.bytes.data());
-    }
-    // One bulk lookup over the pending keys (QP and DSCP fields and signatures already set
-    // for this level); hits are resolved, misses stay pending in their order.
+      const uint64_t head = exact_key_head(info.dst.family, lv.any_qp ? kAnyQp : info.bth.dest_qp,
+                                           lv.with_dscp ? info.dscp : kAnyDscp);
+      heads[i] = head;
+      hashes[i] = exact_table_hash(head, info.dst.bytes.data());
+      table.prefetch(hashes[i]);
+    };
+    // One pass over the pending packets: hits are resolved, misses stay pending in order.
     auto lookup_pending = [&] {
-      uint64_t hits = 0;
-      if (n_pending == n) {
-        rte_hash_lookup_with_hash_bulk_data(v.exact, key_ptrs, sigs, n, &hits, data);
-      } else {
-        const void* pending_keys[kSteerBulkMax];
-        hash_sig_t pending_sigs[kSteerBulkMax];
-        for (unsigned j = 0; j < n_pending; ++j) {
-          pending_keys[j] = &keys[pending[j]];
-          pending_sigs[j] = sigs[pending[j]];
-        }
-        rte_hash_lookup_with_hash_bulk_data(v.exact, pending_keys, pending_sigs, n_pending, &hits,
-                                            data);
-      }
       unsigned kept = 0;
       for (unsigned j = 0; j < n_pending; ++j) {
-        if (hits >> j & 1)
-          slots[pending[j]] = uint32_t(reinterpret_cast<uintptr_t>(data[j]));
+        const unsigned i = pending[j];
+        const uint32_t s = table.lookup(heads[i], infos[i]->dst.bytes.data(), hashes[i]);
+        if (s != kNoSlot)
+          slots[i] = s;
         else
-          pending[kept++] = pending[j];
+          pending[kept++] = uint8_t(i);
       }
       n_pending = kept;
     };
-    // Rewrites the key head and signature of every pending packet for level `lv` (one 8-byte
-    // store, so the hash's 8-byte loads are forwarded from the store buffer).
-    auto retarget = [&](const HashLevel& lv) {
-      for (unsigned j = 0; j < n_pending; ++j) {
-        const net::PacketInfo& info = *infos[pending[j]];
-        const uint64_t head = level_head(lv, info);
-        std::memcpy(static_cast<void*>(&keys[pending[j]]), &head, sizeof head);
-        sigs[pending[j]] = exact_key_signature(head, info.dst.bytes.data());
-      }
-    };
+    for (unsigned i = 0; i < n; ++i) target(i, levels[0]);
     lookup_pending();
     for (unsigned l = 1; l < n_levels && n_pending != 0; ++l) {
-      retarget(levels[l]);
+      for (unsigned j = 0; j < n_pending; ++j) target(pending[j], levels[l]);
       lookup_pending();
     }
   }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Steering: which policy slot a RoCEv2 packet belongs to, most specific rule first:
-//   1. exact (inner dst, DestQP)        rte_hash, lock-free readers, RCU-deferred key reuse
-//   2. (inner dst, any QP)              same rte_hash, QP field = kAnyQp
+//   1. exact (inner dst, DestQP)        ExactTable, lock-free readers, RCU-deferred reuse
+//   2. (inner dst, any QP)              same ExactTable, QP field = kAnyQp
 //   3. DestQP range (optionally per dst) immutable sorted intervals, binary search
 //   4. inner dst prefix                 IPv4: rte_lpm (RCU); IPv6: immutable PrefixTable
 //   5. miss                             the configured miss action
@@ -9,7 +9,6 @@
 // DSCP costs nothing unless such rules exist at that level (flags in SteeringView).
 #pragma once
 
-#include <rte_hash.h>
 #include <rte_lpm.h>
 
 #include <array>
@@ -21,18 +20,18 @@
 #include "net/addr.hpp"
 #include "net/hash.hpp"
 #include "net/parse.hpp"
+#include "policy/exact_table.hpp"
 
 namespace srv6gw::policy {
 
 inline constexpr uint32_t kNoSlot = UINT32_MAX;
+static_assert(ExactTable::kMiss == kNoSlot);
 inline constexpr uint8_t kAnyDscp = 0xFF;
 inline constexpr uint32_t kAnyQp = 0xFFFFFFFFu;  // DestQP is 24 bits: never a real QP
 
-// rte_hash key of levels 1 and 2. Every byte is defined (zero padding) so memcmp and the
-// CRC hash see equal keys as equal. 32 bytes rather than the 24 it needs: rte_hash compares
-// 32-byte keys with its vector compare (KEY_32_BYTES) instead of calling libc memcmp, and
-// its CRC hash reads whole 8-byte words either way, through a uint64_t pointer: alignas(8)
-// makes those loads aligned (UBSan checks them; no suppression is needed).
+// Key of levels 1 and 2 as the control side handles it (diffs, batches, undo). Every byte is
+// defined (zero padding) so memcmp sees equal keys as equal. The ExactTable stores the first
+// 24 bytes (head word and address); the padding keeps the size a power of two.
 struct alignas(8) ExactKey {
   uint8_t family = 0;
   uint8_t dscp = kAnyDscp;
@@ -55,17 +54,11 @@ inline void set_exact_key_head(ExactKey& k, net::Family family, uint32_t qp, uin
   std::memcpy(static_cast<void*>(&k), &word, sizeof word);
 }
 
-// The exact table's hash of a key (its rte_hash signature): Runtime creates the table with
-// hash_func rte_hash_crc and init value 0, i.e. CRC32C over the four 8-byte words of the key
-// (the padding word is zero). Computed inline from the key's parts, so that the bulk lookup
-// (rte_hash_lookup_with_hash_bulk_data) needs no indirect hash call per key.
-inline uint32_t exact_key_signature(uint64_t head, const uint8_t* addr16) {
-  uint64_t a[2];
-  std::memcpy(a, addr16, 16);
-  uint32_t c = net::crc32c_u64(0, head);
-  c = net::crc32c_u64(c, a[0]);
-  c = net::crc32c_u64(c, a[1]);
-  return net::crc32c_u64(c, 0);
+// The first 8 bytes of a key as one word (exact_key_head's value).
+inline uint64_t exact_key_head(const ExactKey& k) {
+  uint64_t word;
+  std::memcpy(&word, static_cast<const void*>(&k), sizeof word);
+  return word;
 }
 
 // Fills every byte of `k` (the padding included).
@@ -185,11 +178,11 @@ class PrefixTable {
 };
 
 // What a worker needs to steer, published inside the immutable View. The flags say which
-// levels hold anything so empty levels (and DSCP variants) cost nothing. The rte_hash and
+// levels hold anything so empty levels (and DSCP variants) cost nothing. The ExactTable and
 // rte_lpm are updated in place by the control thread (lock-free for readers); the flags
 // are published before entries of a kind appear and withdrawn after the last one went.
 struct SteeringView {
-  const rte_hash* exact = nullptr;
+  const ExactTable* exact = nullptr;
   const rte_lpm* lpm4 = nullptr;
   const QpRangeTable* qp_ranges = nullptr;    // null when empty
   const PrefixTable* prefix6 = nullptr;       // null when empty
@@ -201,10 +194,10 @@ struct SteeringView {
   uint32_t default4 = kNoSlot;  // 0.0.0.0/0 without DSCP (rte_lpm has no depth 0)
 };
 
-inline uint32_t hash_lookup_slot(const rte_hash* h, const ExactKey& k) {
-  void* data = nullptr;
-  if (rte_hash_lookup_data(h, &k, &data) < 0) return kNoSlot;
-  return uint32_t(reinterpret_cast<uintptr_t>(data));
+// The slot of key k in the exact table, or kNoSlot.
+inline uint32_t hash_lookup_slot(const ExactTable* t, const ExactKey& k) {
+  const uint64_t head = exact_key_head(k);
+  return t->lookup(head, k.addr, exact_table_hash(head, k.addr));
 }
 
 // Levels 3 to 5 (QP ranges, prefixes, miss) for a packet the hash levels did not resolve.
@@ -235,35 +228,34 @@ inline uint32_t steer_after_hash(const SteeringView& v, const net::PacketInfo& i
 inline uint32_t steer(const SteeringView& v, const net::PacketInfo& info) {
   const uint8_t dscp = info.dscp;
   if (v.has_exact || v.has_dst_any) {
-    ExactKey k = make_exact_key(info.dst, info.bth.dest_qp, kAnyDscp);
+    const uint8_t* addr = info.dst.bytes.data();
+    auto look_up = [&](uint32_t qp, uint8_t key_dscp) {
+      const uint64_t head = exact_key_head(info.dst.family, qp, key_dscp);
+      return v.exact->lookup(head, addr, exact_table_hash(head, addr));
+    };
     if (v.has_exact) {
       if (v.exact_dscp) {
-        k.dscp = dscp;
-        if (uint32_t s = hash_lookup_slot(v.exact, k); s != kNoSlot) return s;
-        k.dscp = kAnyDscp;
+        if (uint32_t s = look_up(info.bth.dest_qp, dscp); s != kNoSlot) return s;
       }
-      if (uint32_t s = hash_lookup_slot(v.exact, k); s != kNoSlot) return s;
+      if (uint32_t s = look_up(info.bth.dest_qp, kAnyDscp); s != kNoSlot) return s;
     }
     if (v.has_dst_any) {
-      k.qp = kAnyQp;
       if (v.dst_any_dscp) {
-        k.dscp = dscp;
-        if (uint32_t s = hash_lookup_slot(v.exact, k); s != kNoSlot) return s;
-        k.dscp = kAnyDscp;
+        if (uint32_t s = look_up(kAnyQp, dscp); s != kNoSlot) return s;
       }
-      if (uint32_t s = hash_lookup_slot(v.exact, k); s != kNoSlot) return s;
+      if (uint32_t s = look_up(kAnyQp, kAnyDscp); s != kNoSlot) return s;
     }
   }
   return steer_after_hash(v, info);
 }
 
-// Most packets a steer_bulk() call takes (rte_hash bulk lookups take up to 64 keys).
-inline constexpr unsigned kSteerBulkMax = RTE_HASH_LOOKUP_BULK_MAX;
+// Most packets a steer_bulk() call takes.
+inline constexpr unsigned kSteerBulkMax = 64;
 
 // steer() of n <= kSteerBulkMax packets at once: slots[i] = steer(v, *infos[i]). Each hash
-// level (and DSCP variant) is one rte_hash bulk lookup over the packets still unresolved,
-// so the bucket and key loads of the whole burst overlap instead of forming a chain of
-// dependent cache misses per packet. Same precedence as steer().
+// level (and DSCP variant) is one pass over the packets still unresolved, their buckets
+// prefetched a pass ahead, so the cache misses of the whole burst overlap instead of forming
+// a chain of dependent misses per packet. Same precedence as steer().
 void steer_bulk(const SteeringView& v, const net::PacketInfo* const* infos, unsigned n,
                 uint32_t* slots);
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The data-plane step of a steering Apply on its own: policy::Runtime::apply_delta() of
-// batches that move exact rules to another destination (one rte_hash delete and one insert
+// batches that move exact rules to another destination (one exact table delete and one insert
 // each, what updates_under_load's churn does) on a table of --rules installed rules, while a
 // reader thread steers lookups and reports quiescent states as a worker does (--no-reader:
 // no registered reader, every grace period is over at once). No gRPC, validation or

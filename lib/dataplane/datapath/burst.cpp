@@ -247,19 +247,41 @@ inline void write_rail_source(const WorkerContext& w, uint8_t* ipv6, bool keep_p
   std::memcpy(ipv6 + 8, w.rail_source.bytes.data(), keep_path_id ? 14 : 16);
 }
 
+// What encap_one reads from the view and the worker that stays the same for a burst, read
+// once per burst: the per-packet stores into counters and mbufs may alias these fields, so
+// read in encap_one they were loaded again for every packet (~20 instructions a packet).
+// The engine's relaxed flags take effect from the next burst on, as they did from the next
+// packet.
+struct EncapBurst {
+  const policy::Settings* s;  // this rail's
+  uint64_t rail_bit;          // WorkerContext::rail_bit
+  uint32_t entropy_mask;      // engine/source-entropy-bits (0 = off)
+  bool tag_in_source;         // engine/path-id-in-source
+  bool miss_pass;             // steering-miss action is pass
+  bool own_macs;              // outer MACs: configured next hop and our fabric port
+  uint8_t l2_len;             // fabric_l2_len(*s)
+
+  EncapBurst(const WorkerContext& w, const policy::View& view)
+      : s(&policy::settings_of_rail(view, w.rail)),
+        rail_bit(w.rail_bit),
+        entropy_mask(w.source_entropy_mask.load(std::memory_order_relaxed)),
+        tag_in_source(w.path_id_in_source.load(std::memory_order_relaxed)),
+        miss_pass(view.settings.steering_miss == config::MissAction::pass),
+        own_macs(!s->transparent_mac && s->has_fabric_nexthop_mac),
+        l2_len(uint8_t(fabric_l2_len(*s))) {}
+};
+
 // engine/source-entropy-bits: the flow label's low bits into the outer source (`ipv6`: the
-// outer header just written), for a far NIC that hashes only addresses. Off: one load, one
-// branch.
-inline void spread_source(const WorkerContext& w, uint8_t* ipv6, uint32_t flow_label) {
-  const uint32_t mask = w.source_entropy_mask.load(std::memory_order_relaxed);
-  if (mask != 0) srv6::write_source_entropy(ipv6, mask, flow_label);
+// outer header just written), for a far NIC that hashes only addresses. Off: one branch.
+inline void spread_source(const EncapBurst& b, uint8_t* ipv6, uint32_t flow_label) {
+  if (b.entropy_mask != 0) srv6::write_source_entropy(ipv6, b.entropy_mask, flow_label);
 }
 
 // Encapsulates one classified RoCEv2 packet of flow class `fc` (steered to fc.slot; kNoSlot:
 // a miss). Returns the mbuf to send (the same one, or a header segment chained in front of
 // it) or null when the packet was dropped or counted as a miss that the caller passes (then
 // `*passed` is set and m is unchanged).
-inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf* m,
+inline rte_mbuf* encap_one(WorkerContext& w, const EncapBurst& b, rte_mbuf* m,
                            const net::PacketInfo& info, const FlowClass& fc, uint64_t now,
                            RecentRun& recent, bool* passed) {
   WorkerCounters& c = w.counters;
@@ -267,9 +289,9 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   const policy::CompiledPolicy* p =
       likely(slot != policy::kNoSlot) ? w.runtime->policy(slot) : nullptr;
   // A policy scoped to other rails (CompiledPolicy::rail_mask) is a miss on this one.
-  if (unlikely(p == nullptr || !(p->rail_mask & w.rail_bit))) {
+  if (unlikely(p == nullptr || !(p->rail_mask & b.rail_bit))) {
     if (p != nullptr) ++c.steering_off_rail;
-    if (view.settings.steering_miss == config::MissAction::pass) {
+    if (b.miss_pass) {
       *passed = true;
       return nullptr;
     }
@@ -284,7 +306,7 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   }
   const policy::CompiledPath& path = p->paths[idx];
   const srv6::EncapTemplate& t = path.encap;
-  const policy::Settings& s = policy::settings_of_rail(view, w.rail);
+  const policy::Settings& s = *b.s;
   // Port MTUs: the packet as received on the host port, and as it would leave the fabric port.
   if (unlikely(s.mtu_checks) &&
       (info.l3_len > s.host_mtu_limit || t.size + info.l3_len > s.fabric_mtu_limit)) {
@@ -297,7 +319,7 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   uint8_t macs[12];
   const uint8_t* dst_mac = macs;
   const uint8_t* src_mac = macs + 6;
-  if (likely(!s.transparent_mac && s.has_fabric_nexthop_mac)) {
+  if (likely(b.own_macs)) {
     dst_mac = s.fabric_nexthop_mac.bytes.data();
     src_mac = w.fabric_port_mac.bytes.data();
   } else {
@@ -310,7 +332,7 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   if (unlikely(m->pkt_len > ip_end)) trim_packet(m, ip_end);
   rte_pktmbuf_adj(m, info.l3_offset);
 
-  const unsigned l2_len = fabric_l2_len(s);
+  const unsigned l2_len = b.l2_len;
   const uint16_t hdr_len = uint16_t(l2_len + t.size);
   uint8_t* hdr;
   rte_mbuf* head = m;
@@ -344,13 +366,13 @@ inline rte_mbuf* encap_one(WorkerContext& w, const policy::View& view, rte_mbuf*
   f.traffic_class = uint8_t(info.dscp << 2 | info.ecn);
   f.flow_label = fc.flow_label;
   recent_run_add(w, recent, fc, idx, now);
-  f.tag_in_source = w.path_id_in_source.load(std::memory_order_relaxed);
+  f.tag_in_source = b.tag_in_source;
   f.tag = likely(!info.is_cnp) ? path.path_id
                                : cnp_tag(w, info, t.has_srh || f.tag_in_source, path.path_id, now);
   srv6::write_encap(t, hdr + l2_len, f);
   if (unlikely(w.rail_source_override) && p->default_source)
     write_rail_source(w, hdr + l2_len, f.tag_in_source && !t.has_srh);
-  spread_source(w, hdr + l2_len, f.flow_label);
+  spread_source(b, hdr + l2_len, f.flow_label);
 
   ++c.encap;
   PathCounter& pc = w.path_counters[size_t(slot) * policy::kMaxPaths + idx];
@@ -479,6 +501,7 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
   LastFlow& last = w.last_flow;
   last_flow_check(last, view.generation, now);
   const bool reuse_flows = w.flow_cache;
+  const EncapBurst encap_burst(w, view);
   for (unsigned i = 0; i < kPrefetchAhead && i < n; ++i)
     rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
   // Learn the host RNIC's MAC from what it sends, once per burst (before the burst is
@@ -592,7 +615,7 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
       if (likely(st == net::ParseStatus::ok)) {
         bool passed = false;
         rte_mbuf* res =
-            encap_one(w, view, m, info[i], classes[class_of[r++]], now, recent, &passed);
+            encap_one(w, encap_burst, m, info[i], classes[class_of[r++]], now, recent, &passed);
         if (likely(res != nullptr)) {
           out[n_out++] = res;
         } else if (passed) {

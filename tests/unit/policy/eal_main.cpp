@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// gtest main for tests that need DPDK memory (rte_hash, rte_lpm, mempools): EAL without
+// gtest main for tests that need DPDK memory (the exact table, rte_lpm, mempools): EAL without
 // hugepages or PCI. --no-huge implies legacy memory, which --in-memory refuses, so the
 // process gets --no-shconf and a file prefix of its own (parallel tests do not collide) and
 // removes its runtime directory at exit. SRV6GW_TEST_EAL_MEM (MB) overrides the size.

@@ -224,8 +224,8 @@ TEST_F(SteeringTest, BulkSteeringMatchesPerPacketSteering) {
 }
 
 TEST(ExactKeyTest, EveryByteIsDefinedAndKeysOfEqualFieldsAreEqual) {
-  // rte_hash hashes and compares all 32 bytes: the padding must be zero however the key
-  // storage was filled before.
+  // The control side compares keys with memcmp over all 32 bytes: the padding must be zero
+  // however the key storage was filled before.
   alignas(ExactKey) unsigned char raw[sizeof(ExactKey)];
   std::memset(raw, 0xA5, sizeof raw);
   ExactKey* k = reinterpret_cast<ExactKey*>(raw);
@@ -241,26 +241,6 @@ TEST(ExactKeyTest, EveryByteIsDefinedAndKeysOfEqualFieldsAreEqual) {
   EXPECT_EQ(k->qp, kAnyQp);
   EXPECT_EQ(k->dscp, kAnyDscp);
   EXPECT_EQ(std::memcmp(k->addr, made.addr, sizeof made.addr), 0);
-}
-
-// steer_bulk hands the exact table signatures it computed inline: they must be the table's
-// own hash of the key, or every bulk lookup would miss.
-TEST_F(SteeringTest, InlineSignatureIsTheTablesHash) {
-  auto cfg = four_policies();
-  cfg.steering = {testing::exact_rule("10.1.2.3", 5, "exact")};
-  create(cfg);
-  const rte_hash* h = rt_->view()->steering.exact;
-  for (const char* dst : {"10.1.2.3", "0.0.0.0", "255.255.255.255", "fd00:9::1", "::"}) {
-    for (uint32_t qp : {0u, 5u, 0xFFFFFFu, kAnyQp}) {
-      for (uint8_t dscp : {uint8_t(0), uint8_t(26), kAnyDscp}) {
-        const net::IpAddr a = testing::ip(dst);
-        const ExactKey k = make_exact_key(a, qp, dscp);
-        EXPECT_EQ(exact_key_signature(exact_key_head(a.family, qp, dscp), a.bytes.data()),
-                  rte_hash_hash(h, &k))
-            << dst << " qp " << qp << " dscp " << int(dscp);
-      }
-    }
-  }
 }
 
 TEST_F(SteeringTest, NoDscpRulesMeansNoDscpLookups) {
@@ -626,7 +606,7 @@ TEST_F(SteeringTest, DeltaOutOfStepFallsBackToTheFullPath) {
   EXPECT_EQ(rt_->steering_rule_count(), 2u);
 }
 
-// An rte_hash insert that fails (key slots of deleted entries held by a worker that has not
+// An exact table insert that fails (entries of deleted keys held by a worker that has not
 // reported a quiescent state) undoes exactly what the apply did: table entries, updated
 // entries, policy objects and the view are as before; the same batch goes through once the
 // worker reports. Through apply_delta() and through the full apply().

@@ -141,6 +141,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const ParseStatus ip_st = net::parse_ip(frame, family, ip_info);
     FUZZ_CHECK(ip_info.family == family);
     check_info(frame, 0, ip_st, ip_info);
+    // The decap taps skip the parse when may_be_cnp says no: it must never say no to a CNP.
+    if (ip_st == ParseStatus::ok && ip_info.is_cnp) FUZZ_CHECK(net::may_be_cnp(frame, family));
     const bool valid = net::roce_icrc_valid(frame, family);
     if (ip_st != ParseStatus::ok) FUZZ_CHECK(!valid && net::roce_icrc(frame, family) == 0);
   }

@@ -439,7 +439,12 @@ inline rte_mbuf* decap_one(WorkerContext& w, const policy::Settings& s, rte_mbuf
     // A chain's inner headers are read from the first segment only.
     const bool readable = !chained || roce_headers_fit(inner_ip, len - l3_offset - r.inner_offset,
                                                        r.inner_family == net::Family::ipv6);
-    if (readable && net::parse_ip(ip, r.inner_family, inner) == net::ParseStatus::ok) {
+    // Only a CE mark or a CNP makes a tap fire: data packets without a mark skip the parse
+    // (may_be_cnp never says no to a packet that parses as a CNP; a chain's first segment
+    // may not hold what it reads, so a chain is parsed as before).
+    const bool taps_may_fire = ce || chained || net::may_be_cnp(ip, r.inner_family);
+    if (taps_may_fire && readable &&
+        net::parse_ip(ip, r.inner_family, inner) == net::ParseStatus::ok) {
       if (unlikely(ce)) tap_ce(w, inner, r, d + l3_offset, now);
       if (unlikely(inner.is_cnp)) {
         ++c.cnp_seen;
@@ -661,6 +666,10 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
                                            : nullptr;
   uint16_t n_out = 0;
   ++c.bursts;
+  // The local SID of the previous packet: fabric traffic arrives for a few SIDs, mostly
+  // ours for decap, so most packets match it and skip the table's binary search. Only an
+  // entry found for this rail is kept, so a match is what find_on_rail would return.
+  const policy::LocalSidTable::Entry* last_sid = nullptr;
   for (unsigned i = 0; i < kPrefetchAhead && i < n; ++i)
     rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
   for (uint16_t i = 0; i < n; ++i) {
@@ -687,8 +696,15 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
     const uint16_t off = l2.l3_offset;
     const policy::LocalSidTable::Entry* sid = nullptr;
     if (l2_status == net::ParseStatus::ok && l2.ethertype == net::kEthTypeIpv6 &&
-        len >= off + net::kIpv6HeaderLen && !sids.empty())
-      sid = sids.find_on_rail(d + off + 24, w.rail);
+        len >= off + net::kIpv6HeaderLen && !sids.empty()) {
+      const uint8_t* dst = d + off + 24;
+      if (last_sid && std::memcmp(last_sid->sid.bytes.data(), dst, 16) == 0) {
+        sid = last_sid;
+      } else {
+        sid = sids.find_on_rail(dst, w.rail);
+        if (sid) last_sid = sid;
+      }
+    }
     if (!sid) {
       if (s.fabric_non_sid == config::MissAction::pass) {
         ++c.passed_fabric_to_host;

@@ -131,6 +131,39 @@ TEST(Parse, CnpOpcode) {
   EXPECT_FALSE(info.is_cnp);
 }
 
+// may_be_cnp (the decap taps' pre-check) says no only to packets that are not CNPs: every
+// CNP layout, options and extension headers included, gets a yes; the usual data packet a no.
+TEST(Parse, MayBeCnpNeverMissesACnp) {
+  const auto ip_of = [](const Bytes& frame) {
+    return std::span<const uint8_t>(frame).subspan(kEthHeaderLen);
+  };
+  BthFields cnp;
+  cnp.opcode = kBthOpcodeCnp;
+  BthFields data;
+  data.opcode = 0x0A;  // RDMA WRITE only
+  Ipv4Fields options;
+  options.version_ihl = 0x47;
+  Ipv6Fields hop_by_hop;
+  hop_by_hop.next_header = kProtoHopByHop;
+  const Bytes v6_ext_cnp = test::ethernet(
+      kEthTypeIpv6, test::ipv6(hop_by_hop, test::concat({test::ext_opts(kProtoUdp),
+                                                         test::udp_roce(50000, 4791, cnp, 16)})));
+  for (const auto& [frame, family] :
+       {std::pair{v4_roce_frame({}, cnp), Family::ipv4},
+        std::pair{v4_roce_frame(options, cnp), Family::ipv4},
+        std::pair{v6_roce_frame({}, cnp), Family::ipv6}, std::pair{v6_ext_cnp, Family::ipv6}}) {
+    PacketInfo info;
+    ASSERT_EQ(net::parse_ip(ip_of(frame), family, info), ParseStatus::ok);
+    ASSERT_TRUE(info.is_cnp);
+    EXPECT_TRUE(net::may_be_cnp(ip_of(frame), family));
+  }
+  EXPECT_FALSE(net::may_be_cnp(ip_of(v4_roce_frame({}, data)), Family::ipv4));
+  EXPECT_FALSE(net::may_be_cnp(ip_of(v6_roce_frame({}, data)), Family::ipv6));
+  Bytes not_roce = v4_roce_frame({}, cnp);
+  not_roce[kEthHeaderLen + 20 + 3] ^= 1;  // UDP destination port 4790
+  EXPECT_FALSE(net::may_be_cnp(ip_of(not_roce), Family::ipv4));
+}
+
 TEST(Parse, Ipv4OptionsShiftL4) {
   Ipv4Fields ip;
   ip.version_ihl = 0x47;  // 8 bytes of options

@@ -77,18 +77,16 @@ class ExactTable {
   uint32_t lookup(uint64_t head, const uint8_t* addr16, uint32_t hash) const {
     uint64_t a[2];
     std::memcpy(a, addr16, 16);
-    uint32_t b = hash & bucket_mask_;
     const uint16_t sig = signature(hash);
-    for (uint32_t probes = 0; probes <= bucket_mask_; ++probes) {
-      const Bucket& bk = buckets_[b];
-      for (uint32_t match = lanes_with(bk, sig); match != 0; match &= match - 1) {
-        const unsigned lane = unsigned(__builtin_ctz(match));
-        const Entry& e = entries_[__atomic_load_n(&bk.entry[lane], __ATOMIC_ACQUIRE)];
-        if (((e.head ^ head) | (e.addr[0] ^ a[0]) | (e.addr[1] ^ a[1])) == 0)
-          return __atomic_load_n(&e.slot, __ATOMIC_RELAXED);
-      }
-      if (__atomic_load_n(&bk.overflow, __ATOMIC_RELAXED) == 0) break;
+    uint32_t b = hash & bucket_mask_;
+    // The home bucket holds nearly every key (at most half the lanes are taken): its hit is
+    // the straight path, the walk beyond it a loop.
+    uint32_t slot;
+    if (__builtin_expect(match_in(buckets_[b], sig, head, a, slot), 1)) return slot;
+    for (uint32_t probes = 0; probes < bucket_mask_; ++probes) {
+      if (__atomic_load_n(&buckets_[b].overflow, __ATOMIC_RELAXED) == 0) break;
       b = (b + 1) & bucket_mask_;
+      if (match_in(buckets_[b], sig, head, a, slot)) return slot;
     }
     return kMiss;
   }
@@ -156,6 +154,20 @@ class ExactTable {
       m |= uint32_t(__atomic_load_n(&bk.sig[lane], __ATOMIC_RELAXED) == sig) << lane;
     return m;
 #endif
+  }
+
+  // The key's slot when bucket `bk` holds it.
+  bool match_in(const Bucket& bk, uint16_t sig, uint64_t head, const uint64_t* a,
+                uint32_t& slot) const {
+    for (uint32_t match = lanes_with(bk, sig); match != 0; match &= match - 1) {
+      const unsigned lane = unsigned(__builtin_ctz(match));
+      const Entry& e = entries_[__atomic_load_n(&bk.entry[lane], __ATOMIC_ACQUIRE)];
+      if (((e.head ^ head) | (e.addr[0] ^ a[0]) | (e.addr[1] ^ a[1])) == 0) {
+        slot = __atomic_load_n(&e.slot, __ATOMIC_RELAXED);
+        return true;
+      }
+    }
+    return false;
   }
 
   // The bucket and lane of a key, or false.

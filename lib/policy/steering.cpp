@@ -132,8 +132,7 @@ void steer_bulk(const SteeringView& v, const net::PacketInfo* const* infos, unsi
                 uint32_t* slots) {
   // Positions (into infos/slots) still unresolved after the levels looked up so far.
   uint8_t pending[kSteerBulkMax];
-  unsigned n_pending = n;
-  for (unsigned i = 0; i < n; ++i) pending[i] = uint8_t(i);
+  unsigned n_pending = 0;
   // The hash levels this view has, in precedence order: (destination, DestQP, DSCP),
   // (destination, DestQP), (destination, any QP, DSCP), (destination, any QP). The keys are
   // built for the first of them directly (with only destination rules, building the exact
@@ -181,12 +180,19 @@ void steer_bulk(const SteeringView& v, const net::PacketInfo* const* infos, unsi
       }
       n_pending = kept;
     };
+    // The first level over every packet: a miss starts the pending list.
     for (unsigned i = 0; i < n; ++i) target(i, levels[0]);
-    lookup_pending();
+    for (unsigned i = 0; i < n; ++i) {
+      const uint32_t s = table.lookup(heads[i], infos[i]->dst.bytes.data(), hashes[i]);
+      slots[i] = s;
+      if (s == kNoSlot) pending[n_pending++] = uint8_t(i);
+    }
     for (unsigned l = 1; l < n_levels && n_pending != 0; ++l) {
       for (unsigned j = 0; j < n_pending; ++j) target(pending[j], levels[l]);
       lookup_pending();
     }
+  } else {
+    for (unsigned i = 0; i < n; ++i) pending[n_pending++] = uint8_t(i);
   }
   for (unsigned j = 0; j < n_pending; ++j)
     slots[pending[j]] = steer_after_hash(v, *infos[pending[j]]);

@@ -277,6 +277,35 @@ inline void spread_source(const EncapBurst& b, uint8_t* ipv6, uint32_t flow_labe
   if (b.entropy_mask != 0) srv6::write_source_entropy(ipv6, b.entropy_mask, flow_label);
 }
 
+// No room before the frame for the outer headers (`hdr_len` bytes in place of its L2 header,
+// `l3_offset`): with multi-segment TX they go into a header segment chained in front, else
+// the frame is dropped. Returns the chain's head with `hdr` at the headers, or null (dropped,
+// counted).
+[[gnu::noinline, gnu::cold]] rte_mbuf* prepend_header_segment(WorkerContext& w, rte_mbuf* m,
+                                                              uint16_t l3_offset, uint16_t hdr_len,
+                                                              uint8_t*& hdr) {
+  WorkerCounters& c = w.counters;
+  if (!w.multiseg_tx || !w.header_pool) {
+    drop(c, m, DropReason::no_headroom);
+    return nullptr;
+  }
+  rte_pktmbuf_adj(m, l3_offset);
+  rte_mbuf* h = rte_pktmbuf_alloc(w.header_pool);
+  if (unlikely(!h)) {
+    drop(c, m, DropReason::header_alloc_failed);
+    return nullptr;
+  }
+  hdr = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(h, hdr_len));
+  if (unlikely(!hdr || rte_pktmbuf_chain(h, m) != 0)) {
+    rte_pktmbuf_free_seg(h);
+    drop(c, m, DropReason::no_headroom);
+    return nullptr;
+  }
+  h->port = m->port;
+  ++c.chained_header;
+  return h;
+}
+
 // Encapsulates one classified RoCEv2 packet of flow class `fc` (steered to fc.slot; kNoSlot:
 // a miss). Returns the mbuf to send (the same one, or a header segment chained in front of
 // it) or null when the packet was dropped or counted as a miss that the caller passes (then
@@ -330,33 +359,23 @@ inline rte_mbuf* encap_one(WorkerContext& w, const EncapBurst& b, rte_mbuf* m,
   // Ethernet padding after the IP packet would end up inside the outer payload: cut it.
   const uint32_t ip_end = uint32_t(info.l3_offset) + info.l3_len;
   if (unlikely(m->pkt_len > ip_end)) trim_packet(m, ip_end);
-  rte_pktmbuf_adj(m, info.l3_offset);
 
   const unsigned l2_len = b.l2_len;
   const uint16_t hdr_len = uint16_t(l2_len + t.size);
   uint8_t* hdr;
   rte_mbuf* head = m;
-  if (likely(rte_pktmbuf_headroom(m) >= hdr_len)) {
-    hdr = rte_pktmbuf_mtod(m, uint8_t*) - hdr_len;
-    rte_pktmbuf_prepend(m, hdr_len);
-  } else if (w.multiseg_tx && w.header_pool) {
-    rte_mbuf* h = rte_pktmbuf_alloc(w.header_pool);
-    if (unlikely(!h)) {
-      drop(c, m, DropReason::header_alloc_failed);
-      return nullptr;
-    }
-    hdr = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(h, hdr_len));
-    if (unlikely(!hdr || rte_pktmbuf_chain(h, m) != 0)) {
-      rte_pktmbuf_free_seg(h);
-      drop(c, m, DropReason::no_headroom);
-      return nullptr;
-    }
-    h->port = m->port;
-    head = h;
-    ++c.chained_header;
+  if (likely(rte_pktmbuf_headroom(m) + info.l3_offset >= hdr_len)) {
+    // The frame's L2 header gives way to ours in one move of the data start (an
+    // rte_pktmbuf_adj then a prepend wrote the same three fields twice). The parser read
+    // the IP header in this segment, so l3_offset <= data_len.
+    const int grow = int(hdr_len) - int(info.l3_offset);
+    m->data_off = uint16_t(m->data_off - grow);
+    m->data_len = uint16_t(m->data_len + grow);
+    m->pkt_len = uint32_t(int64_t(m->pkt_len) + grow);
+    hdr = rte_pktmbuf_mtod(m, uint8_t*);
   } else {
-    drop(c, m, DropReason::no_headroom);
-    return nullptr;
+    head = prepend_header_segment(w, m, info.l3_offset, hdr_len, hdr);
+    if (unlikely(head == nullptr)) return nullptr;
   }
 
   write_fabric_l2(c, hdr, dst_mac, src_mac, s, info.dscp);

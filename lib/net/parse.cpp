@@ -129,8 +129,7 @@ inline ParseStatus parse_ipv6_at(const uint8_t* p, size_t l3, size_t frame_len, 
   const size_t end = l3 + l3_len;
   // Bounded walk: hop-by-hop, routing (incl. SRH), destination options, fragment.
   for (unsigned n = 0;; ++n) {
-    const bool generic = nh == kProtoHopByHop || nh == kProtoRouting || nh == kProtoDestOpts;
-    if (SRV6GW_LIKELY(!generic && nh != kProtoFragment)) break;
+    if (SRV6GW_LIKELY(!is_ipv6_ext_header(nh))) break;
     if (SRV6GW_UNLIKELY(n == kMaxExtHeaders)) {
       info.l4_proto = nh;
       return ParseStatus::ext_chain_too_long;

@@ -69,9 +69,7 @@ template <bool Split>
   uint8_t nh = p[6];
   size_t off = net::kIpv6HeaderLen;
   for (unsigned n = 0;; ++n) {
-    if (nh != net::kProtoRouting && nh != net::kProtoHopByHop && nh != net::kProtoDestOpts &&
-        nh != net::kProtoFragment)
-      break;
+    if (!net::is_ipv6_ext_header(nh)) break;
     if (SRV6GW_UNLIKELY(n == net::kMaxExtHeaders)) return DecapStatus::ext_chain_too_long;
     if (SRV6GW_UNLIKELY(off + net::kExtMinLen > end)) return DecapStatus::truncated_ext;
     if (SRV6GW_UNLIKELY(beyond(off + net::kExtMinLen))) return DecapStatus::headers_split;

@@ -208,37 +208,53 @@ inline void note_recent_path(WorkerContext& w, uint32_t pair_crc, uint32_t slot,
               uint32_t(now >> w.recent_epoch_shift), packets);
 }
 
-// The recent-path notes of one chunk, added per run of consecutive encapsulations of one flow
-// class on one path (RDMA sends runs of one flow: one table update per run instead of one per
-// packet, ~20 instructions a packet). The sums are those of one note per packet; they reach
-// the table at the run's end, within the same burst.
-struct RecentRun {
+// The recent-path notes and path counters of one chunk, added per run of consecutive
+// encapsulations of one flow class on one path (RDMA sends runs of one flow: one table update
+// and one counter update per run instead of one per packet, ~30 instructions a packet). The
+// sums are those of one update per packet; they reach the table and the counters at the
+// run's end, within the same burst.
+struct PathRun {
   const FlowClass* cls = nullptr;
   uint8_t idx = 0;
   uint16_t packets = 0;
+  uint32_t bytes = 0;
   bool batch = false;  // the chunk was classified in runs (some packets share a class)
 };
 
-inline void recent_run_flush(WorkerContext& w, RecentRun& run, uint64_t now) {
-  if (run.packets != 0)
+inline void count_on_path(WorkerContext& w, uint32_t slot, uint8_t idx, uint16_t packets,
+                          uint32_t bytes) {
+  PathCounter& pc = w.path_counters[size_t(slot) * policy::kMaxPaths + idx];
+  pc.packets += packets;
+  pc.bytes += bytes;
+}
+
+inline void path_run_flush(WorkerContext& w, PathRun& run, uint64_t now) {
+  if (run.packets != 0) {
     note_recent_path(w, run.cls->pair_crc, run.cls->slot, run.idx, now, run.packets);
+    count_on_path(w, run.cls->slot, run.idx, run.packets, run.bytes);
+  }
   run.packets = 0;
 }
 
-inline void recent_run_add(WorkerContext& w, RecentRun& run, const FlowClass& fc, uint8_t idx,
-                           uint64_t now) {
-  if (!run.batch) {  // no runs in this chunk: one note per packet, as nothing is shared
-    note_recent_path(w, fc.pair_crc, fc.slot, idx, now, 1);
+// One packet of `bytes` (as sent) of flow class fc (steered to `slot`, the caller's copy of
+// fc.slot: the counter stores may alias fc) encapsulated on path idx.
+inline void path_run_add(WorkerContext& w, PathRun& run, const FlowClass& fc, uint32_t slot,
+                         uint8_t idx, uint64_t now, uint32_t bytes) {
+  if (!run.batch) {  // no runs in this chunk: one update per packet, as nothing is shared
+    count_on_path(w, slot, idx, 1, bytes);
+    note_recent_path(w, fc.pair_crc, slot, idx, now, 1);
     return;
   }
   if (run.packets != 0 && run.cls == &fc && run.idx == idx) {
     ++run.packets;
+    run.bytes += bytes;
     return;
   }
-  recent_run_flush(w, run, now);
+  path_run_flush(w, run, now);
   run.cls = &fc;
   run.idx = idx;
   run.packets = 1;
+  run.bytes = bytes;
 }
 
 // A worker of a rail with its own source address writes it over the template's (the
@@ -312,7 +328,7 @@ inline void spread_source(const EncapBurst& b, uint8_t* ipv6, uint32_t flow_labe
 // `*passed` is set and m is unchanged).
 inline rte_mbuf* encap_one(WorkerContext& w, const EncapBurst& b, rte_mbuf* m,
                            const net::PacketInfo& info, const FlowClass& fc, uint64_t now,
-                           RecentRun& recent, bool* passed) {
+                           PathRun& run, bool* passed) {
   WorkerCounters& c = w.counters;
   const uint32_t slot = fc.slot;
   const policy::CompiledPolicy* p =
@@ -384,7 +400,6 @@ inline rte_mbuf* encap_one(WorkerContext& w, const EncapBurst& b, rte_mbuf* m,
   f.inner_proto = info.family == net::Family::ipv4 ? net::kProtoIpv4 : net::kProtoIpv6;
   f.traffic_class = uint8_t(info.dscp << 2 | info.ecn);
   f.flow_label = fc.flow_label;
-  recent_run_add(w, recent, fc, idx, now);
   f.tag_in_source = b.tag_in_source;
   f.tag = likely(!info.is_cnp) ? path.path_id
                                : cnp_tag(w, info, t.has_srh || f.tag_in_source, path.path_id, now);
@@ -394,9 +409,7 @@ inline rte_mbuf* encap_one(WorkerContext& w, const EncapBurst& b, rte_mbuf* m,
   spread_source(b, hdr + l2_len, f.flow_label);
 
   ++c.encap;
-  PathCounter& pc = w.path_counters[size_t(slot) * policy::kMaxPaths + idx];
-  ++pc.packets;
-  pc.bytes += head->pkt_len;
+  path_run_add(w, run, fc, slot, idx, now, head->pkt_len);
   return head;
 }
 
@@ -631,15 +644,15 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
 
     // Stage 3: select + encapsulate (or pass / drop), in arrival order.
     unsigned r = 0;
-    RecentRun recent;
-    recent.batch = shared_classes;
+    PathRun run;
+    run.batch = shared_classes;
     for (unsigned i = 0; i < cn; ++i) {
       rte_mbuf* m = chunk[i];
       const net::ParseStatus st = status[i];
       if (likely(st == net::ParseStatus::ok)) {
         bool passed = false;
         rte_mbuf* res =
-            encap_one(w, encap_burst, m, info[i], classes[class_of[r++]], now, recent, &passed);
+            encap_one(w, encap_burst, m, info[i], classes[class_of[r++]], now, run, &passed);
         if (likely(res != nullptr)) {
           out[n_out++] = res;
         } else if (passed) {
@@ -657,7 +670,7 @@ uint16_t process_host_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte_m
         drop(c, m, unlikely(st == kChainedFrame) ? DropReason::oversize : DropReason::malformed);
       }
     }
-    recent_run_flush(w, recent, now);  // `classes` ends with the chunk
+    path_run_flush(w, run, now);  // `classes` ends with the chunk
   }
   if (unlikely(w.n_pending != 0)) flush_feedback(w);
   c.balanced_overflow = w.selector.balanced_overflow;

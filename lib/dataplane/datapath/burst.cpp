@@ -687,6 +687,7 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
   const policy::View& view = *w.runtime->view();
   const policy::Settings& s = policy::settings_of_rail(view, w.rail);
   const policy::LocalSidTable& sids = *view.local_sids;
+  const bool have_sids = !sids.empty();  // once per burst: counter stores may alias the table
   // Destination MAC toward the host: configured, else learned, else (nothing learned yet,
   // null) the frame's own destination is kept.
   uint8_t learned_mac[6];
@@ -728,7 +729,7 @@ uint16_t process_fabric_burst(WorkerContext& w, rte_mbuf** pkts, uint16_t n, rte
     const uint16_t off = l2.l3_offset;
     const policy::LocalSidTable::Entry* sid = nullptr;
     if (l2_status == net::ParseStatus::ok && l2.ethertype == net::kEthTypeIpv6 &&
-        len >= off + net::kIpv6HeaderLen && !sids.empty()) {
+        len >= off + net::kIpv6HeaderLen && have_sids) {
       const uint8_t* dst = d + off + 24;
       if (last_sid && std::memcmp(last_sid->sid.bytes.data(), dst, 16) == 0) {
         sid = last_sid;

@@ -139,7 +139,7 @@ inline const Settings& settings_of_rail(const View& v, uint16_t rail) {
 
 class Runtime {
  public:
-  // Creates the tables sized by cfg.capacities on `socket_id`, attaches the rte_hash and
+  // Creates the tables sized by cfg.capacities on `socket_id`, attaches the ExactTable and
   // rte_lpm to `qsbr` (which must outlive the Runtime) and applies cfg. `tsc_hz` converts
   // flowlet gaps (0 = one tick per microsecond, for tests). Null + error on failure.
   static std::unique_ptr<Runtime> create(const config::GatewayConfig& cfg, rte_rcu_qsbr* qsbr,
@@ -162,7 +162,7 @@ class Runtime {
   std::optional<config::ConfigError> apply_validated(const config::GatewayConfig& cfg);
   // apply_validated() of `cfg` given what changed in its steering rules since the
   // configuration in force: O(policies + local SIDs + |delta|) when the delta touches only
-  // exact and dst-any rules (the rte_hash is edited for just those keys, the immutable
+  // exact and dst-any rules (the ExactTable is edited for just those keys, the immutable
   // tables are shared with the running view), with the same publication order, data-plane
   // checks and all-or-nothing guarantee as apply(). A delta that touches QP-range or prefix
   // rules, or that does not match what is installed, takes the full path on cfg (so cfg must

@@ -53,6 +53,7 @@ struct DecapResult {
   bool had_srh = false;
   uint16_t srh_tag = 0;          // SRH Tag of the packet (the remote gateway's path id)
   bool inner_marked_ce = false;  // RFC 6040 set CE on the inner header
+  friend bool operator==(const DecapResult&, const DecapResult&) = default;
 };
 
 // Validates the outer header chain for `behavior`, applies RFC 6040 egress ECN to the inner
@@ -65,6 +66,11 @@ struct DecapResult {
 // `outer` must start at the outer IPv6 header and may include trailing bytes (Ethernet
 // padding); lengths come from the headers.
 DecapStatus decap(std::span<uint8_t> outer, LocalSidBehavior behavior, DecapResult& result);
+
+// decap() without its fast path for the usual layout (one SRH or none, inner IPv4 without
+// options or IPv6, ECN unchanged): the walk for every packet. Same results; fuzz_decap and
+// the tests compare the two.
+DecapStatus decap_general(std::span<uint8_t> outer, LocalSidBehavior behavior, DecapResult& result);
 
 // The same for a packet of `packet_len` bytes (from the outer IPv6 header) of which only
 // `headers` is contiguous (the first mbuf segment of a chain): lengths are checked against

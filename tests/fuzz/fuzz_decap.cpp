@@ -89,6 +89,13 @@ struct Outcome {
 Outcome run(std::span<const uint8_t> input, LocalSidBehavior behavior) {
   Outcome o{DecapStatus::count_, {}, std::vector<uint8_t>(input.begin(), input.end())};
   o.status = srv6::decap(o.bytes, behavior, o.result);
+  // The fast path for the usual layout decides exactly as the walk: same status, same
+  // result, same bytes.
+  std::vector<uint8_t> general_bytes(input.begin(), input.end());
+  DecapResult general;
+  FUZZ_CHECK(srv6::decap_general(general_bytes, behavior, general) == o.status);
+  FUZZ_CHECK(general == o.result);
+  FUZZ_CHECK(general_bytes == o.bytes);
   return o;
 }
 

@@ -12,6 +12,7 @@
 # LOSSLESS_FRAMES=1000000 runs the issue's full count (a documented command, not CI).
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -347,11 +348,13 @@ def clients_gone(tmp):
     cfg = config(tmp, True)
     sock_h, sock_f = os.path.join(tmp, "gone-h.sock"), os.path.join(tmp, "gone-f.sock")
     stats = os.path.join(tmp, "gone-stats.json")
+    gw_log_path = os.path.join(tmp, "gone-gw.log")
+    gw_log = open(gw_log_path, "w")
     gw = gwlib.start(eal(gwlib.unique_prefix("ll_gw_gone"),
                          [f"net_memif0,role=server,id=0,socket={sock_h},socket-abstract=no",
                           f"net_memif1,role=server,id=1,socket={sock_f},socket-abstract=no"], "0-1"),
-                     ["--config", cfg, "--stats-json", stats, "--duration", "60",
-                      "--stats-interval", "0"])
+                     ["--config", cfg, "--stats-json", stats, "--duration", "90",
+                      "--stats-interval", "200"], stdout=gw_log, stderr=subprocess.STDOUT)
     gwlib.check(gwlib.wait_for_file(sock_h, 30) and gwlib.wait_for_file(sock_f, 30),
                 "gateway did not create its memif sockets")
     sk = subprocess.Popen([SINK] + eal(gwlib.unique_prefix("ll_sink_gone"),
@@ -366,7 +369,16 @@ def clients_gone(tmp):
                            ["--", "--tx-port", "net_memif0", "--duration", "30"] + GEN_ARGS,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     gwlib._procs.append(gen)
-    time.sleep(2.0)  # both directions flow, the host -> fabric backlog is full
+    # Both directions must flow before the clients go. On a loaded machine the clients' EAL
+    # start and memif connection took longer than a fixed 2.5 s (a CI run saw no fabric
+    # traffic at all); the gateway's interval lines say when both ports receive.
+    flowing = re.compile(r"host rx (?!0 pps).*\| fabric rx (?!0 pps)")
+    deadline = time.time() + 60
+    while time.time() < deadline and not flowing.search(open(gw_log_path).read()):
+        time.sleep(0.2)
+    gwlib.check(flowing.search(open(gw_log_path).read()) is not None,
+                "clients gone: traffic did not flow both ways within 60 s")
+    time.sleep(1.0)  # the host -> fabric backlog fills
     gen.kill()
     gen.wait(timeout=30)
     sk.send_signal(2)

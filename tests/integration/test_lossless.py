@@ -119,14 +119,18 @@ def run(tmp, name, cfg, producer, sink):
     stats, the producer's and the consumer's reports. A run whose memif link never came up is
     started again (twice at most): DPDK 22.11's memif client has been seen, on a loaded
     machine, to connect its socket and never finish the handshake, so nothing flows at all;
-    that is the PMD's, not the gateway's, and the retry is printed."""
-    for attempt in range(3):
+    that is the PMD's, not the gateway's, and the retry is printed. Such failures come in
+    spells (a CI run saw three attempts in a row fail within one minute): five attempts, 5 s
+    apart."""
+    attempts = 5
+    for attempt in range(attempts):
         result = run_once(tmp, name if attempt == 0 else f"{name}-retry{attempt}", cfg,
                           producer, sink)
         if result is not None:
             return result
         print(f"{name}: a memif link did not come up; starting the run again", flush=True)
-    gwlib.fail(f"{name}: a memif link did not come up in 3 attempts")
+        time.sleep(5)
+    gwlib.fail(f"{name}: a memif link did not come up in {attempts} attempts")
 
 
 def stop_all(procs):
